@@ -1,0 +1,35 @@
+//! `ferry`: inspect, build, deploy and invoke ferry programs.
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "ferry", version, about = "Single-source serverless functions for Rust")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the functions of a ferry program as JSON.
+    Manifest(commands::manifest::Args),
+}
+
+/// Exit codes: 0 success, 1 the command failed, 2 bad usage (clap's own).
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Manifest(args) => commands::manifest::run(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

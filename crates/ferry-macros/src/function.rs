@@ -1,0 +1,409 @@
+//! `#[ferry::function]`: the function stays as written; next to it come an invocation type (one
+//! field per parameter), its `ferry::Function` impl and a registry entry.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Type};
+
+use crate::options::FunctionOptions;
+
+pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let options = FunctionOptions::parse(args)?;
+    let function: ItemFn = syn::parse2(item).map_err(|e| {
+        syn::Error::new(e.span(), "`#[ferry::function]` goes on a free `fn` item")
+    })?;
+    check_signature(&function)?;
+    let params = collect_params(&function)?;
+    let output = OutputKind::of(&function.sig.output);
+
+    let fn_ident = &function.sig.ident;
+    let vis = &function.vis;
+    let invocation = format_ident!("{}", upper_camel(&fn_ident.to_string()), span = fn_ident.span());
+    let name = options.name.clone().unwrap_or_else(|| fn_ident.to_string());
+
+    let fields = params.iter().filter(|p| !p.is_context).map(|p| {
+        let ident = &p.ident;
+        let ty = &p.ty;
+        quote! { #vis #ident: #ty }
+    });
+    let field_idents: Vec<_> = params
+        .iter()
+        .filter(|p| !p.is_context)
+        .map(|p| &p.ident)
+        .collect();
+    let call_args = params.iter().map(|p| {
+        if p.is_context {
+            if p.by_ref {
+                quote!(&__ferry_ctx)
+            } else {
+                quote!(::core::clone::Clone::clone(&__ferry_ctx))
+            }
+        } else {
+            let ident = &p.ident;
+            quote!(#ident)
+        }
+    });
+    let param_checks = params.iter().filter(|p| !p.is_context).map(|p| {
+        let ty = &p.ty;
+        quote_spanned! {ty.span()=> ::ferry::__private::assert_param::<#ty>(); }
+    });
+    let param_descriptors = params.iter().filter(|p| !p.is_context).map(|p| {
+        let name = p.ident.to_string();
+        let ty = type_name(&p.ty);
+        quote! { ::ferry::ParamDescriptor { name: #name, ty: #ty } }
+    });
+
+    let (output_ty, output_name, into_outcome) = match &output {
+        OutputKind::Unit => (quote!(()), "()".to_owned(), quote!(::core::result::Result::Ok)),
+        OutputKind::Plain(ty) => (
+            quote!(#ty),
+            type_name(ty),
+            quote!(::core::result::Result::Ok),
+        ),
+        OutputKind::Result { ty, ok } => (
+            quote!(<#ty as ::ferry::__private::FnResult>::Ok),
+            ok.as_ref().map_or_else(|| type_name(ty), type_name),
+            quote!(::ferry::__private::FnResult::into_outcome),
+        ),
+    };
+    let output_check = match &output {
+        OutputKind::Unit => quote!(),
+        OutputKind::Plain(ty) | OutputKind::Result { ty, .. } => {
+            quote_spanned! {ty.span()=> ::ferry::__private::assert_output::<#output_ty>(); }
+        }
+    };
+
+    let body = if function.sig.asyncness.is_some() {
+        quote! {
+            ::ferry::__private::run_async(async move {
+                #into_outcome(#fn_ident(#(#call_args),*).await)
+            })
+        }
+    } else {
+        quote! {
+            ::ferry::__private::run_blocking(move || #into_outcome(#fn_ident(#(#call_args),*)))
+        }
+    };
+
+    let memory_mb = match options.memory_mb {
+        Some(mb) => quote!(#mb),
+        None => quote!(::ferry::FunctionConfig::DEFAULT.memory_mb),
+    };
+    let timeout = match options.timeout_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(::ferry::FunctionConfig::DEFAULT.timeout),
+    };
+    let concurrency = match options.concurrency {
+        Some(c) => quote!(#c),
+        None => quote!(::ferry::FunctionConfig::DEFAULT.concurrency),
+    };
+    let is_async = function.sig.asyncness.is_some();
+    let doc = format!(
+        "Invocation of [`{fn_ident}`] as a ferry function: one field per parameter. Send it with \
+         `Context::call`, `spawn`, `map` or `as_completed`."
+    );
+
+    Ok(quote! {
+        #function
+
+        #[doc = #doc]
+        #[derive(::ferry::__private::serde::Serialize, ::ferry::__private::serde::Deserialize)]
+        #[serde(crate = "::ferry::__private::serde")]
+        #vis struct #invocation {
+            #(#fields,)*
+        }
+
+        const _: () = {
+            impl ::core::fmt::Debug for #invocation {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.debug_struct(::core::stringify!(#invocation)).finish_non_exhaustive()
+                }
+            }
+
+            #[allow(dead_code, clippy::all)]
+            fn __ferry_assert_serde_types() {
+                #(#param_checks)*
+                #output_check
+            }
+
+            impl ::ferry::Function for #invocation {
+                type Output = #output_ty;
+
+                const DESCRIPTOR: &'static ::ferry::FunctionDescriptor = &::ferry::FunctionDescriptor {
+                    id: ::core::concat!(::core::module_path!(), "::", #name),
+                    name: #name,
+                    params: &[#(#param_descriptors),*],
+                    output: #output_name,
+                    config: ::ferry::FunctionConfig {
+                        memory_mb: #memory_mb,
+                        timeout: #timeout,
+                        concurrency: #concurrency,
+                    },
+                    is_async: #is_async,
+                    file: ::core::file!(),
+                    line: ::core::line!(),
+                };
+
+                #[allow(unused_variables, clippy::used_underscore_binding)]
+                fn run(
+                    self,
+                    __ferry_ctx: ::ferry::Context,
+                ) -> ::ferry::__private::BoxFuture<'static, ::ferry::Result<Self::Output>> {
+                    let Self { #(#field_idents),* } = self;
+                    #body
+                }
+            }
+
+            ::ferry::__private::inventory::submit! {
+                ::ferry::__private::Registration::of::<#invocation>()
+            }
+        };
+    })
+}
+
+fn check_signature(function: &ItemFn) -> syn::Result<()> {
+    let sig = &function.sig;
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "`#[ferry::function]` cannot be generic: a function invoked remotely needs one concrete signature",
+        ));
+    }
+    if let Some(constness) = &sig.constness {
+        return Err(syn::Error::new(
+            constness.span(),
+            "`#[ferry::function]` cannot be a `const fn`",
+        ));
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        return Err(syn::Error::new(
+            unsafety.span(),
+            "`#[ferry::function]` cannot be an `unsafe fn`: a remote caller cannot uphold its contract",
+        ));
+    }
+    if let Some(abi) = &sig.abi {
+        return Err(syn::Error::new(
+            abi.span(),
+            "`#[ferry::function]` cannot have an `extern` ABI",
+        ));
+    }
+    if let Some(variadic) = &sig.variadic {
+        return Err(syn::Error::new(
+            variadic.span(),
+            "`#[ferry::function]` cannot be variadic",
+        ));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        if let Type::ImplTrait(_) = **ty {
+            return Err(syn::Error::new(
+                ty.span(),
+                "`#[ferry::function]` must name its return type: `impl Trait` cannot be sent over the wire",
+            ));
+        }
+    }
+    Ok(())
+}
+
+struct Param {
+    ident: syn::Ident,
+    ty: Type,
+    is_context: bool,
+    by_ref: bool,
+}
+
+fn collect_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
+    let mut params = Vec::new();
+    let mut seen_context = false;
+    for input in &function.sig.inputs {
+        let typed = match input {
+            FnArg::Receiver(receiver) => {
+                return Err(syn::Error::new(
+                    receiver.span(),
+                    "`#[ferry::function]` cannot take `self`: write a free function and pass the value as a parameter",
+                ));
+            }
+            FnArg::Typed(typed) => typed,
+        };
+        let ident = match &*typed.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    "`#[ferry::function]` parameters must be plain names such as `n: u32`: the name becomes the JSON field",
+                ));
+            }
+        };
+        if ident.to_string().starts_with("__ferry") {
+            return Err(syn::Error::new(
+                ident.span(),
+                "parameter names starting with `__ferry` are reserved",
+            ));
+        }
+        let (is_context, by_ref) = context_param(&typed.ty);
+        if is_context {
+            if seen_context {
+                return Err(syn::Error::new(
+                    typed.ty.span(),
+                    "`#[ferry::function]` takes at most one `Context` parameter",
+                ));
+            }
+            seen_context = true;
+        } else {
+            check_param_type(&typed.ty)?;
+        }
+        params.push(Param {
+            ident,
+            ty: (*typed.ty).clone(),
+            is_context,
+            by_ref,
+        });
+    }
+    Ok(params)
+}
+
+fn check_param_type(ty: &Type) -> syn::Result<()> {
+    match ty {
+        Type::Reference(_) => Err(syn::Error::new(
+            ty.span(),
+            "`#[ferry::function]` parameters must be owned values (e.g. `String`, `Vec<T>`): arguments are deserialized into them",
+        )),
+        Type::ImplTrait(_) => Err(syn::Error::new(
+            ty.span(),
+            "`#[ferry::function]` parameters cannot be `impl Trait`: name a concrete serde type",
+        )),
+        Type::BareFn(_) | Type::TraitObject(_) => Err(syn::Error::new(
+            ty.span(),
+            "`#[ferry::function]` parameters must be data: functions and trait objects cannot be sent over the wire",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `Context`, `ferry::Context` or `&Context` is the invocation context, not an argument.
+fn context_param(ty: &Type) -> (bool, bool) {
+    match ty {
+        Type::Reference(reference) if reference.mutability.is_none() => {
+            (is_context_path(&reference.elem), true)
+        }
+        other => (is_context_path(other), false),
+    }
+}
+
+fn is_context_path(ty: &Type) -> bool {
+    let Type::Path(path) = ty else { return false };
+    if path.qself.is_some() {
+        return false;
+    }
+    let segments: Vec<String> = path
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    matches!(
+        segments.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
+        ["Context"] | ["ferry", "Context"]
+    ) && path.path.segments.iter().all(|s| s.arguments.is_none())
+}
+
+enum OutputKind {
+    Unit,
+    Plain(Type),
+    /// A type named `Result`: the error travels as a user error; `ok` is its first argument.
+    Result { ty: Type, ok: Option<Type> },
+}
+
+impl OutputKind {
+    fn of(output: &ReturnType) -> Self {
+        let ReturnType::Type(_, ty) = output else {
+            return Self::Unit;
+        };
+        if let Type::Tuple(tuple) = &**ty {
+            if tuple.elems.is_empty() {
+                return Self::Unit;
+            }
+        }
+        if let Type::Path(path) = &**ty {
+            if let Some(last) = path.path.segments.last() {
+                if last.ident == "Result" {
+                    let ok = match &last.arguments {
+                        PathArguments::AngleBracketed(args) => {
+                            args.args.iter().find_map(|arg| match arg {
+                                GenericArgument::Type(t) => Some(t.clone()),
+                                _ => None,
+                            })
+                        }
+                        _ => None,
+                    };
+                    return Self::Result {
+                        ty: (**ty).clone(),
+                        ok,
+                    };
+                }
+            }
+        }
+        Self::Plain((**ty).clone())
+    }
+}
+
+/// `count_queens` → `CountQueens`.
+fn upper_camel(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = true;
+    for c in snake.trim_start_matches("r#").chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        out.push_str("Invocation");
+    }
+    out
+}
+
+/// The type as a human writes it: `Vec<u64>` rather than `Vec < u64 >`.
+fn type_name(ty: &Type) -> String {
+    let raw = quote!(#ty).to_string();
+    let chars: Vec<char> = raw.chars().collect();
+    let mut out = String::with_capacity(raw.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == ' ' {
+            let prev = i.checked_sub(1).map(|j| chars[j]);
+            let next = chars.get(i + 1).copied();
+            let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            let keep = (word(prev) && word(next)) || prev == Some(',') || prev == Some(';');
+            if keep {
+                out.push(' ');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{type_name, upper_camel};
+
+    #[test]
+    fn invocation_names() {
+        assert_eq!(upper_camel("count_queens"), "CountQueens");
+        assert_eq!(upper_camel("pi"), "Pi");
+        assert_eq!(upper_camel("fib2_x"), "Fib2X");
+    }
+
+    #[test]
+    fn type_names() {
+        let ty: syn::Type = syn::parse_quote!(Vec<(u32, String)>);
+        assert_eq!(type_name(&ty), "Vec<(u32, String)>");
+        let ty: syn::Type = syn::parse_quote!(std::collections::HashMap<String, [u8; 4]>);
+        assert_eq!(type_name(&ty), "std::collections::HashMap<String, [u8; 4]>");
+    }
+}

@@ -1,0 +1,200 @@
+//! The options of `#[ferry::function(...)]`, validated at compile time.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Lit, MetaNameValue, Token};
+
+const KNOWN: &str = "`name`, `memory_mb`, `timeout`, `concurrency`";
+
+/// What the user wrote; every field is optional and defaults live in `ferry`.
+#[derive(Default)]
+pub struct FunctionOptions {
+    pub name: Option<String>,
+    pub memory_mb: Option<u32>,
+    pub timeout_ms: Option<u64>,
+    pub concurrency: Option<u32>,
+}
+
+impl FunctionOptions {
+    pub fn parse(args: TokenStream) -> syn::Result<Self> {
+        if args.is_empty() {
+            return Ok(Self::default());
+        }
+        let pairs = syn::parse2::<OptionList>(args)?.0;
+        let mut options = Self::default();
+        for pair in pairs {
+            let key = pair
+                .path
+                .get_ident()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let span = pair.value_span();
+            match key.as_str() {
+                "name" => {
+                    let name = pair.string()?;
+                    validate_name(&name, span)?;
+                    set_once(&mut options.name, name, &pair)?;
+                }
+                "memory_mb" => {
+                    let mb = pair.positive_u32()?;
+                    if !(16..=65_536).contains(&mb) {
+                        return Err(syn::Error::new(
+                            span,
+                            "`memory_mb` must be between 16 and 65536",
+                        ));
+                    }
+                    set_once(&mut options.memory_mb, mb, &pair)?;
+                }
+                "timeout" => {
+                    let ms = match &pair.value {
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Str(s), ..
+                        }) => parse_duration_ms(&s.value()).map_err(|m| syn::Error::new(span, m))?,
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Int(i), ..
+                        }) => i.base10_parse::<u64>()?.saturating_mul(1000),
+                        _ => {
+                            return Err(syn::Error::new(
+                                span,
+                                "`timeout` takes a duration such as `\"30s\"`, `\"500ms\"` or `\"2m\"`",
+                            ));
+                        }
+                    };
+                    if ms == 0 {
+                        return Err(syn::Error::new(span, "`timeout` must be greater than zero"));
+                    }
+                    set_once(&mut options.timeout_ms, ms, &pair)?;
+                }
+                "concurrency" => {
+                    let c = pair.positive_u32()?;
+                    set_once(&mut options.concurrency, c, &pair)?;
+                }
+                _ => {
+                    return Err(syn::Error::new_spanned(
+                        &pair.path,
+                        format!("unknown `#[ferry::function]` option; expected one of {KNOWN}"),
+                    ));
+                }
+            }
+        }
+        Ok(options)
+    }
+}
+
+struct OptionList(Punctuated<MetaNameValue, Token![,]>);
+
+impl Parse for OptionList {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        Punctuated::parse_terminated(input)
+            .map(OptionList)
+            .map_err(|e| {
+                syn::Error::new(
+                    e.span(),
+                    format!("expected `key = value` options ({KNOWN})"),
+                )
+            })
+    }
+}
+
+trait PairExt {
+    fn value_span(&self) -> Span;
+    fn string(&self) -> syn::Result<String>;
+    fn positive_u32(&self) -> syn::Result<u32>;
+}
+
+impl PairExt for MetaNameValue {
+    fn value_span(&self) -> Span {
+        syn::spanned::Spanned::span(&self.value)
+    }
+
+    fn string(&self) -> syn::Result<String> {
+        match &self.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => Ok(s.value()),
+            other => Err(syn::Error::new_spanned(other, "expected a string literal")),
+        }
+    }
+
+    fn positive_u32(&self) -> syn::Result<u32> {
+        let value = match &self.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(i), ..
+            }) => i.base10_parse::<u32>()?,
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "expected a positive integer literal",
+                ));
+            }
+        };
+        if value == 0 {
+            return Err(syn::Error::new(self.value_span(), "must be greater than zero"));
+        }
+        Ok(value)
+    }
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T, pair: &MetaNameValue) -> syn::Result<()> {
+    if slot.replace(value).is_some() {
+        return Err(syn::Error::new_spanned(&pair.path, "option given twice"));
+    }
+    Ok(())
+}
+
+fn validate_name(name: &str, span: Span) -> syn::Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if valid {
+        Ok(())
+    } else {
+        Err(syn::Error::new(
+            span,
+            "`name` must start with a letter and hold at most 64 ASCII letters, digits, `_` or `-` (platforms reject other names)",
+        ))
+    }
+}
+
+/// Parses `"250ms"`, `"30s"`, `"2m"`, `"1h"` or a bare number of seconds.
+pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("invalid duration `{text}`: expected e.g. `\"30s\"` or `\"500ms\"`"))?;
+    let scale = match unit.trim() {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" | "min" => 60_000,
+        "h" => 3_600_000,
+        other => {
+            return Err(format!(
+                "invalid duration unit `{other}`: use `ms`, `s`, `m` or `h`"
+            ));
+        }
+    };
+    Ok(value.saturating_mul(scale))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration_ms;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("30s"), Ok(30_000));
+        assert_eq!(parse_duration_ms("250ms"), Ok(250));
+        assert_eq!(parse_duration_ms("2m"), Ok(120_000));
+        assert_eq!(parse_duration_ms("7"), Ok(7_000));
+        assert!(parse_duration_ms("3 weeks").is_err());
+        assert!(parse_duration_ms("s").is_err());
+    }
+}

@@ -1,0 +1,160 @@
+//! Functions that exercise every path of a backend: success, bad input, user errors, panics,
+//! crashes, timeouts, memory exhaustion, nested invocations and per-instance state.
+//! `ferry-fixture` is the program that serves them; the tests in `tests/` are its hosts.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use ferry::Context;
+use serde::{Deserialize, Serialize};
+
+/// Adds two numbers.
+#[ferry::function(concurrency = 64)]
+pub fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// A structured argument, to check field paths in bad-input errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Greeting {
+    pub name: String,
+    pub times: u8,
+}
+
+/// Repeats a greeting.
+#[ferry::function(concurrency = 8)]
+pub fn greet(greeting: Greeting, punctuation: char) -> String {
+    let mut text = String::new();
+    for _ in 0..greeting.times {
+        text.push_str(&format!("hello {}{punctuation} ", greeting.name));
+    }
+    text.trim_end().to_owned()
+}
+
+/// No parameters at all.
+#[ferry::function]
+pub fn hello() -> String {
+    "hello from a worker".to_owned()
+}
+
+/// Fails with a user error unless `n` is even.
+#[ferry::function(concurrency = 8)]
+pub fn require_even(n: u32) -> Result<u32, String> {
+    if n % 2 == 0 {
+        Ok(n / 2)
+    } else {
+        Err(format!("{n} is odd"))
+    }
+}
+
+/// Panics with the given message.
+#[ferry::function(concurrency = 8)]
+pub fn explode(message: String) -> u32 {
+    panic!("{message}")
+}
+
+/// Aborts the whole worker process.
+#[ferry::function]
+pub fn abort_process() -> u32 {
+    std::process::abort()
+}
+
+/// Kills the worker with a segmentation fault.
+#[ferry::function]
+pub fn segfault() -> u32 {
+    // A real invalid access: a raised SIGSEGV is swallowed by std's stack-overflow handler.
+    let address = std::hint::black_box(8usize) as *mut u32;
+    // SAFETY: none; crashing the process is the point of this function.
+    unsafe { address.write_volatile(1) };
+    0
+}
+
+/// Sleeps on a blocking thread (a sync body) for `ms`; its timeout is 300 ms.
+#[ferry::function(timeout = "300ms", concurrency = 16)]
+pub fn sleep_sync(ms: u64) -> u64 {
+    std::thread::sleep(Duration::from_millis(ms));
+    ms
+}
+
+/// Sleeps asynchronously for `ms`; its timeout is 300 ms.
+#[ferry::function(timeout = "300ms", concurrency = 1000)]
+pub async fn sleep_async(ms: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    ms
+}
+
+/// Spins on a CPU forever: nothing can stop the thread, so its worker must be replaced.
+#[ferry::function(timeout = "200ms")]
+pub fn spin_forever() -> u64 {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+/// Allocates and touches `mb` MiB, 8 MiB at a time, then returns how much it held.
+#[ferry::function(memory_mb = 128, timeout = "20s")]
+pub fn hog_memory(mb: u64) -> u64 {
+    let mut blocks = Vec::new();
+    for _ in 0..mb / 8 {
+        blocks.push(vec![1u8; 8 << 20]);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    blocks.iter().map(|b| b.len() as u64).sum::<u64>() >> 20
+}
+
+/// The process id of the worker that ran it.
+#[ferry::function(concurrency = 64)]
+pub fn worker_pid() -> u32 {
+    std::process::id()
+}
+
+/// How often this process initialised its instance state, and which process it is.
+#[ferry::function(concurrency = 64)]
+pub fn instance_state(ctx: &Context) -> (u32, u32) {
+    static INITS: AtomicU32 = AtomicU32::new(0);
+    let state = ctx.instance(|| {
+        INITS.fetch_add(1, Ordering::SeqCst);
+        std::process::id()
+    });
+    (*state, INITS.load(Ordering::SeqCst))
+}
+
+/// Recursive Fibonacci where every call above `cutoff` invokes two more.
+#[ferry::function(concurrency = 1000, timeout = "60s")]
+pub async fn fib(ctx: Context, n: u32, cutoff: u32) -> ferry::Result<u64> {
+    if n <= cutoff.max(1) {
+        return Ok(fib_sequential(n));
+    }
+    let left = ctx.spawn(Fib { n: n - 1, cutoff });
+    let right = ctx.call(Fib { n: n - 2, cutoff }).await?;
+    Ok(left.await? + right)
+}
+
+/// Plain recursive Fibonacci.
+pub fn fib_sequential(n: u32) -> u64 {
+    if n < 2 {
+        u64::from(n)
+    } else {
+        fib_sequential(n - 1) + fib_sequential(n - 2)
+    }
+}
+
+/// Invokes `explode` and passes its failure on.
+#[ferry::function(concurrency = 8)]
+pub async fn call_exploding(ctx: Context) -> ferry::Result<u32> {
+    ctx.call(Explode {
+        message: "inner".to_owned(),
+    })
+    .await
+}
+
+/// Does nothing: the round-trip floor.
+#[ferry::function(concurrency = 100000)]
+pub async fn noop() {}
+
+/// Returns the length of its argument.
+#[ferry::function(concurrency = 64)]
+pub fn byte_len(data: Vec<u8>) -> usize {
+    data.len()
+}

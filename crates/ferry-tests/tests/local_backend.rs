@@ -1,0 +1,374 @@
+//! The embedded local platform over real worker processes of the `ferry-fixture` program: the
+//! behaviours issue #2 lists under "done means", each pinned by a test.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{bounded, local, local_with};
+use ferry::{Codec, ErrorKind, ExitReason, LocalConfig};
+use ferry_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_return_outputs() {
+    let ctx = local(2);
+    assert_eq!(bounded(ctx.call(Add { a: 40, b: 2 })).await.unwrap(), 42);
+    let text = bounded(ctx.call(Greet {
+        greeting: Greeting {
+            name: "ferry".into(),
+            times: 2,
+        },
+        punctuation: '!',
+    }))
+    .await
+    .unwrap();
+    assert_eq!(text, "hello ferry! hello ferry!");
+    let stats = ctx.stats();
+    assert_eq!(stats.cold_starts, 1);
+    assert_eq!(stats.invocations, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_json_names_the_field() {
+    let ctx = local(1);
+    let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": "two"}"#))
+        .await
+        .unwrap_err();
+    match error.kind() {
+        ErrorKind::BadInput { path, message } => {
+            assert_eq!(path, "b");
+            assert!(message.contains("expected i64"), "{message}");
+        }
+        other => panic!("expected bad input, got {other:?}"),
+    }
+    assert_eq!(error.function(), Some("ferry_tests::add"));
+
+    let error = bounded(ctx.invoke(
+        "greet",
+        Codec::Json,
+        r#"{"greeting": {"name": "x", "times": 300}, "punctuation": "!"}"#,
+    ))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "greeting.times"),
+        "{error}"
+    );
+
+    let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1"#))
+        .await
+        .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::BadInput { .. }), "{error}");
+
+    // The worker is fine afterwards.
+    let sum = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#))
+        .await
+        .unwrap();
+    assert_eq!(&sum[..], b"3");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_parameter_function_runs_with_empty_object_and_no_body() {
+    let ctx = local(1);
+    for body in ["{}", "", "  "] {
+        let output = bounded(ctx.invoke("ferry_tests::hello", Codec::Json, body))
+            .await
+            .unwrap();
+        assert_eq!(&output[..], br#""hello from a worker""#, "body {body:?}");
+    }
+    assert_eq!(
+        bounded(ctx.call(Hello {})).await.unwrap(),
+        "hello from a worker"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_errors_travel_structured() {
+    let ctx = local(1);
+    assert_eq!(bounded(ctx.call(RequireEven { n: 8 })).await.unwrap(), 4);
+    let error = bounded(ctx.call(RequireEven { n: 7 })).await.unwrap_err();
+    match error.kind() {
+        ErrorKind::User { message, type_name } => {
+            assert_eq!(message, "7 is odd");
+            assert!(type_name.contains("String"), "{type_name}");
+        }
+        other => panic!("expected a user error, got {other:?}"),
+    }
+    assert!(error.to_string().contains("ferry_tests::require_even"));
+    assert!(error.invocation().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panic_is_an_error_and_the_worker_keeps_serving() {
+    let ctx = local(1);
+    let before = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    let error = bounded(ctx.call(Explode {
+        message: "kaboom".into(),
+    }))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Panic { message } if message == "kaboom"),
+        "{error}"
+    );
+    let after = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    assert_eq!(before, after, "the worker was replaced after a panic");
+    assert_eq!(ctx.stats().cold_starts, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_crashes_the_worker_and_later_invocations_succeed() {
+    let ctx = local(1);
+    let before = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    let error = bounded(ctx.call(AbortProcess {})).await.unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::WorkerCrashed {
+                reason: ExitReason::Signal(libc::SIGABRT)
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("SIGABRT"), "{error}");
+    let after = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    assert_ne!(before, after, "a crashed worker must be replaced");
+    assert_eq!(bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap(), 2);
+    assert_eq!(ctx.stats().cold_starts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segfault_fails_every_invocation_in_flight_on_that_worker() {
+    let ctx = local(1);
+    // Slow invocations share the worker with the one that crashes it.
+    let sleepers: Vec<_> = (0..4).map(|_| ctx.spawn(SleepAsync { ms: 250 })).collect();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let error = bounded(ctx.call(Segfault {})).await.unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::WorkerCrashed {
+                reason: ExitReason::Signal(libc::SIGSEGV)
+            }
+        ),
+        "{error}"
+    );
+    for sleeper in sleepers {
+        let error = bounded(sleeper).await.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::WorkerCrashed { .. }),
+            "{error}"
+        );
+    }
+    assert_eq!(bounded(ctx.call(Add { a: 2, b: 2 })).await.unwrap(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_end_invocations_without_hanging() {
+    let ctx = local(1);
+    let started = Instant::now();
+    let error = bounded(ctx.call(SleepAsync { ms: 5_000 })).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
+        "{error}"
+    );
+    let error = bounded(ctx.call(SleepSync { ms: 5_000 })).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
+        "{error}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "timeouts took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(bounded(ctx.call(SleepSync { ms: 10 })).await.unwrap(), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_that_never_stops_gets_its_worker_replaced() {
+    let ctx = local(1);
+    let before = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    let error = bounded(ctx.call(SpinForever {})).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 200 }),
+        "{error}"
+    );
+    // The spinning thread cannot be stopped: its worker retires and a fresh one serves.
+    let after = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    assert_ne!(before, after);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ctx.stats().workers > 1 {
+        assert!(Instant::now() < deadline, "the stuck worker was never stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_replaces_the_worker() {
+    let ctx = local_with(LocalConfig::default().max_workers(1).memory_limit_mb(128));
+    let error = bounded(ctx.call(HogMemory { mb: 1024 })).await.unwrap_err();
+    match error.kind() {
+        ErrorKind::OutOfMemory { limit_mb, used_mb } => {
+            assert_eq!(*limit_mb, 128);
+            assert!(*used_mb > 128, "{used_mb}");
+        }
+        other => panic!("expected out of memory, got {other:?}"),
+    }
+    assert_eq!(bounded(ctx.call(HogMemory { mb: 16 })).await.unwrap(), 16);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_invocations_through_map_return_in_order() {
+    let ctx = local(2);
+    let outputs = bounded(ctx.map((0..10_000).map(|i| Add { a: i, b: 1 })))
+        .await
+        .unwrap();
+    assert_eq!(outputs.len(), 10_000);
+    assert!(outputs.iter().enumerate().all(|(i, &o)| o == i as i64 + 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_reports_the_first_error_and_settle_reports_all() {
+    let ctx = local(1);
+    let error = bounded(ctx.map((0..10).map(|n| RequireEven { n })))
+        .await
+        .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::User { .. }));
+    let results = bounded(ctx.map((0..10).map(|n| RequireEven { n })).settle()).await;
+    assert_eq!(results.len(), 10);
+    for (n, result) in results.iter().enumerate() {
+        assert_eq!(result.is_ok(), n % 2 == 0, "task {n}: {result:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_arrive_in_completion_order() {
+    let ctx = local(1);
+    let mut completions = ctx.as_completed([
+        SleepAsync { ms: 250 },
+        SleepAsync { ms: 10 },
+        SleepAsync { ms: 120 },
+    ]);
+    let mut order = Vec::new();
+    while let Some((index, result)) = bounded(completions.next()).await {
+        order.push(index);
+        if index == 0 {
+            // Tasks may be added while results are being consumed.
+            completions.push(SleepAsync { ms: 1 });
+        }
+        result.unwrap();
+    }
+    assert_eq!(order, vec![1, 2, 0, 3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_start_on_demand_up_to_the_maximum() {
+    let ctx = local(2);
+    // `sleep_sync` allows 16 per worker: 40 at once need both workers and a queue.
+    let started = Instant::now();
+    let outputs = bounded(ctx.map((0..40).map(|_| SleepSync { ms: 100 })))
+        .await
+        .unwrap();
+    assert_eq!(outputs, vec![100; 40]);
+    let stats = ctx.stats();
+    assert_eq!(stats.cold_starts, 2, "{stats:?}");
+    assert!(stats.workers <= 2);
+    // 40 tasks of 100 ms with 32 slots take two rounds, not one or forty.
+    assert!(started.elapsed() >= Duration::from_millis(200));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_workers_are_reaped_and_restarted_cold() {
+    let ctx = local_with(
+        LocalConfig::default()
+            .max_workers(1)
+            .idle_timeout(Duration::from_millis(200)),
+    );
+    bounded(ctx.call(Add { a: 1, b: 2 })).await.unwrap();
+    assert_eq!(ctx.stats().workers, 1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ctx.stats().workers > 0 {
+        assert!(Instant::now() < deadline, "idle worker never reaped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    bounded(ctx.call(Add { a: 1, b: 2 })).await.unwrap();
+    assert_eq!(ctx.stats().cold_starts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instance_state_is_initialised_once_per_warm_worker() {
+    let ctx = local(1);
+    let (pid, inits) = bounded(ctx.call(InstanceState {})).await.unwrap();
+    let (pid_again, inits_again) = bounded(ctx.call(InstanceState {})).await.unwrap();
+    assert_eq!((pid, inits), (pid_again, 1));
+    assert_eq!(inits_again, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn functions_invoke_functions() {
+    let ctx = local(2);
+    let value = bounded(ctx.call(Fib { n: 20, cutoff: 12 })).await.unwrap();
+    assert_eq!(value, 6765);
+    let error = bounded(ctx.call(CallExploding {})).await.unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Panic { message } if message == "inner"));
+    assert_eq!(error.function(), Some("ferry_tests::explode"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_functions_are_reported() {
+    let ctx = local(1);
+    let error = bounded(ctx.invoke("no::such::function", Codec::Json, "{}"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::UnknownFunction { id } if id == "no::such::function"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_codec_reaches_the_worker() {
+    let ctx = local(1);
+    for codec in [Codec::Json, Codec::Binary, Codec::BinaryInJson] {
+        let args = codec.encode(&Add { a: 20, b: 22 }).unwrap();
+        let output = bounded(ctx.invoke("ferry_tests::add", codec, args))
+            .await
+            .unwrap();
+        assert_eq!(codec.decode::<i64>(&output).unwrap(), 42, "{codec}");
+    }
+    let data = vec![7u8; 3 << 20];
+    assert_eq!(bounded(ctx.call(ByteLen { data })).await.unwrap(), 3 << 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_worker_binary_is_a_clear_error() {
+    let ctx = ferry::Context::local(LocalConfig::default().worker_exe("/nonexistent/worker")).unwrap();
+    let error = bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("/nonexistent/worker")),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_workers_and_refuses_new_work() {
+    let ctx = local(1);
+    bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap();
+    ctx.shutdown().await;
+    let error = bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Unavailable { .. }), "{error}");
+}
+
+#[test]
+fn duplicate_function_ids_fail_start_up() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_duplicate-ids"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("duplicate function id `duplicate_ids::twice::same`"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,613 @@
+//! The `local` backend: the embedded platform. Warm worker processes of this executable, started
+//! on demand up to a maximum, each serving many invocations at once over a Unix socket.
+//!
+//! Scheduling follows the platforms ferry deploys to: a worker is an instance, a function's
+//! `concurrency` is how many of its invocations one instance runs at once, work beyond every
+//! instance's capacity waits in a per-function queue, and a new instance starts (a cold start)
+//! while fewer than `max_workers` run. Idle workers are reaped. A worker that crashes, exceeds
+//! its memory limit or stops answering is replaced, and every invocation it held ends with the
+//! matching error: none is lost and none hangs.
+
+pub(crate) mod protocol;
+mod worker;
+
+pub(crate) use worker::WORKER_FD;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
+
+use self::protocol::Frame;
+use super::BackendStats;
+use crate::wire::Envelope;
+use crate::{BackendKind, Error, ErrorKind, ExitReason, FunctionConfig, FunctionDescriptor, Registry, Result};
+
+/// Settings of the local platform.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LocalConfig {
+    /// Most worker processes at once (`FERRY_LOCAL_WORKERS`; default: the number of cores).
+    pub max_workers: usize,
+    /// A worker idle this long is stopped (`FERRY_LOCAL_IDLE_MS`; default 30 s).
+    pub idle_timeout: Duration,
+    /// The worker executable (`FERRY_WORKER_EXE`; default: this executable). Tests of a host
+    /// program point it at the program's binary.
+    pub worker_exe: Option<PathBuf>,
+    /// Memory limit of one worker in MiB (`FERRY_LOCAL_MEMORY_MB`; default: the largest
+    /// `memory_mb` of the program's functions, as a container sized for all of them; 0 = none).
+    pub memory_limit_mb: Option<u64>,
+    /// How long past its timeout an invocation may stay unanswered before its worker is deemed
+    /// stuck and killed.
+    pub unresponsive_grace: Duration,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        Self {
+            max_workers: std::thread::available_parallelism().map_or(2, usize::from),
+            idle_timeout: Duration::from_secs(30),
+            worker_exe: None,
+            memory_limit_mb: None,
+            unresponsive_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+impl LocalConfig {
+    /// Defaults overridden by the `FERRY_LOCAL_*` and `FERRY_WORKER_EXE` variables.
+    pub fn from_env() -> Result<Self> {
+        let mut config = Self::default();
+        if let Some(n) = env_number("FERRY_LOCAL_WORKERS")? {
+            config.max_workers = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(ms) = env_number("FERRY_LOCAL_IDLE_MS")? {
+            config.idle_timeout = Duration::from_millis(ms);
+        }
+        if let Some(mb) = env_number("FERRY_LOCAL_MEMORY_MB")? {
+            config.memory_limit_mb = Some(mb);
+        }
+        if let Some(exe) = std::env::var_os("FERRY_WORKER_EXE").filter(|v| !v.is_empty()) {
+            config.worker_exe = Some(PathBuf::from(exe));
+        }
+        Ok(config)
+    }
+
+    /// Sets [`max_workers`](Self::max_workers).
+    #[must_use]
+    pub fn max_workers(mut self, n: usize) -> Self {
+        self.max_workers = n;
+        self
+    }
+
+    /// Sets [`worker_exe`](Self::worker_exe).
+    #[must_use]
+    pub fn worker_exe(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.worker_exe = Some(exe.into());
+        self
+    }
+
+    /// Sets [`idle_timeout`](Self::idle_timeout).
+    #[must_use]
+    pub fn idle_timeout(mut self, idle: Duration) -> Self {
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// Sets [`memory_limit_mb`](Self::memory_limit_mb) (0 = none).
+    #[must_use]
+    pub fn memory_limit_mb(mut self, mb: u64) -> Self {
+        self.memory_limit_mb = Some(mb);
+        self
+    }
+}
+
+fn env_number(name: &str) -> Result<Option<u64>> {
+    match std::env::var(name) {
+        Ok(text) if !text.trim().is_empty() => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| Error::config(format!("`{name}` must be a whole number, not `{text}`"))),
+        _ => Ok(None),
+    }
+}
+
+/// The handle contexts hold; dropping the last one stops the workers.
+pub(crate) struct LocalBackend {
+    shared: Arc<Shared>,
+}
+
+impl Drop for LocalBackend {
+    fn drop(&mut self) {
+        self.shared.close();
+    }
+}
+
+impl LocalBackend {
+    pub(crate) fn new(config: LocalConfig) -> Result<Self> {
+        if config.max_workers == 0 {
+            return Err(Error::config("the local platform needs at least one worker"));
+        }
+        let exe = match &config.worker_exe {
+            Some(exe) => exe.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| Error::unavailable(format!("cannot locate this executable: {e}")))?,
+        };
+        let memory_limit_mb = match config.memory_limit_mb {
+            Some(0) => None,
+            Some(mb) => Some(mb),
+            None => Registry::global()?.max_memory_mb().map(u64::from),
+        };
+        Ok(Self {
+            shared: Arc::new(Shared {
+                config,
+                exe,
+                memory_limit_mb,
+                state: Mutex::new(State::default()),
+                next_slot: AtomicU64::new(1),
+                cold_starts: AtomicU64::new(0),
+                invocations: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    pub(crate) fn invoke(
+        &self,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        let shared = self.shared.clone();
+        Box::pin(async move { shared.invoke(envelope, payload, descriptor).await })
+    }
+
+    pub(crate) fn stats(&self) -> BackendStats {
+        self.shared.stats()
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.shared.close();
+    }
+}
+
+struct Shared {
+    config: LocalConfig,
+    exe: PathBuf,
+    memory_limit_mb: Option<u64>,
+    state: Mutex<State>,
+    next_slot: AtomicU64,
+    cold_starts: AtomicU64,
+    invocations: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    workers: Vec<Worker>,
+    queues: HashMap<Arc<str>, VecDeque<Job>>,
+    next_worker: u64,
+    monitor_running: bool,
+    closed: bool,
+}
+
+type Reply = oneshot::Sender<Result<Bytes>>;
+
+struct Job {
+    slot: u64,
+    function: Arc<str>,
+    limits: Limits,
+    frame: Bytes,
+    reply: Reply,
+}
+
+#[derive(Clone, Copy)]
+struct Limits {
+    concurrency: u32,
+    timeout: Duration,
+}
+
+struct Worker {
+    id: u64,
+    pid: u32,
+    /// `None` once the worker is asked to leave: closing the socket makes it exit.
+    frames: Option<mpsc::UnboundedSender<Bytes>>,
+    inflight: HashMap<u64, Inflight>,
+    per_function: HashMap<Arc<str>, u32>,
+    /// Takes no new work (idle, stuck thread, shutting down).
+    retiring: bool,
+    last_active: Instant,
+    kill_reason: Option<KillReason>,
+}
+
+struct Inflight {
+    function: Arc<str>,
+    reply: Reply,
+    dispatched: Instant,
+    timeout: Duration,
+}
+
+#[derive(Clone, Copy)]
+enum KillReason {
+    OutOfMemory { limit_mb: u64, used_mb: u64 },
+    Unresponsive { overdue_slot: u64, limit: Duration },
+    Stopped,
+}
+
+impl Worker {
+    fn load(&self, function: &str) -> u32 {
+        self.per_function.get(function).copied().unwrap_or(0)
+    }
+
+    fn kill(&mut self, reason: KillReason) {
+        if self.kill_reason.is_none() {
+            self.kill_reason = Some(reason);
+        }
+        self.retiring = true;
+        // SAFETY: plain syscall; the pid is ours and not yet reaped (the reader task reaps it).
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+
+    fn stop(&mut self) {
+        self.retiring = true;
+        if self.kill_reason.is_none() {
+            self.kill_reason = Some(KillReason::Stopped);
+        }
+        self.frames = None;
+    }
+}
+
+impl State {
+    fn live_workers(&self) -> usize {
+        self.workers.iter().filter(|w| !w.retiring).count()
+    }
+
+    /// The least-loaded live worker with room for one more invocation of `function`.
+    fn pick(&self, function: &str, limits: Limits) -> Option<usize> {
+        self.workers
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| !w.retiring && w.load(function) < limits.concurrency)
+            .min_by_key(|(_, w)| w.inflight.len())
+            .map(|(index, _)| index)
+    }
+
+    fn assign(&mut self, index: usize, job: Job) {
+        let worker = &mut self.workers[index];
+        *worker.per_function.entry(job.function.clone()).or_insert(0) += 1;
+        worker.last_active = Instant::now();
+        if let Some(frames) = &worker.frames {
+            // A closed channel means the worker is exiting: its exit fails this invocation.
+            let _ = frames.send(job.frame);
+        }
+        worker.inflight.insert(
+            job.slot,
+            Inflight {
+                function: job.function,
+                reply: job.reply,
+                dispatched: Instant::now(),
+                timeout: job.limits.timeout,
+            },
+        );
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn stats(&self) -> BackendStats {
+        BackendStats {
+            backend: BackendKind::Local,
+            max_workers: self.config.max_workers,
+            workers: self.lock().workers.len(),
+            cold_starts: self.cold_starts.load(Ordering::Relaxed),
+            invocations: self.invocations.load(Ordering::Relaxed),
+        }
+    }
+
+    async fn invoke(
+        self: &Arc<Self>,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> Result<Bytes> {
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        let config = descriptor.map_or(FunctionConfig::DEFAULT, |d| d.config);
+        let mut timeout = config.timeout;
+        if let Some(remaining) = envelope.remaining() {
+            timeout = timeout.min(remaining);
+        }
+        let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+        let frame = protocol::request(slot, &envelope, &payload)?;
+        let (reply, outcome) = oneshot::channel();
+        self.submit(Job {
+            slot,
+            function: Arc::from(envelope.function.as_str()),
+            limits: Limits {
+                concurrency: config.concurrency.max(1),
+                timeout,
+            },
+            frame,
+            reply,
+        });
+        outcome
+            .await
+            .unwrap_or_else(|_| Err(Error::unavailable("the local platform stopped")))
+    }
+
+    fn submit(self: &Arc<Self>, job: Job) {
+        let mut state = self.lock();
+        if state.closed {
+            drop(state);
+            let _ = job
+                .reply
+                .send(Err(Error::unavailable("the local platform is shut down")));
+            return;
+        }
+        self.ensure_monitor(&mut state);
+        let queue = state.queues.entry(job.function.clone()).or_default();
+        queue.push_back(job);
+        let function = queue.front().map(|j| j.function.clone());
+        if let Some(function) = function {
+            self.pump(&mut state, &function);
+        }
+    }
+
+    /// Dispatches queued invocations of `function` while some worker has room, starting workers
+    /// while fewer than `max_workers` run.
+    fn pump(self: &Arc<Self>, state: &mut State, function: &Arc<str>) {
+        loop {
+            let Some(limits) = state
+                .queues
+                .get(function)
+                .and_then(|q| q.front())
+                .map(|job| job.limits)
+            else {
+                return;
+            };
+            let index = match state.pick(function, limits) {
+                Some(index) => index,
+                None if state.live_workers() < self.config.max_workers => {
+                    match self.start_worker(state) {
+                        Ok(index) => index,
+                        Err(error) => {
+                            // Nothing can run these now; fail them rather than wait forever.
+                            if state.live_workers() == 0 {
+                                for job in state.queues.remove(function).unwrap_or_default() {
+                                    let _ = job.reply.send(Err(error.clone()));
+                                }
+                            }
+                            return;
+                        }
+                    }
+                }
+                None => return,
+            };
+            let Some(job) = state.queues.get_mut(function).and_then(VecDeque::pop_front) else {
+                return;
+            };
+            state.assign(index, job);
+        }
+    }
+
+    fn pump_all(self: &Arc<Self>, state: &mut State) {
+        let functions: Vec<Arc<str>> = state
+            .queues
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(f, _)| f.clone())
+            .collect();
+        for function in functions {
+            self.pump(state, &function);
+        }
+        state.queues.retain(|_, q| !q.is_empty());
+    }
+
+    fn start_worker(self: &Arc<Self>, state: &mut State) -> Result<usize> {
+        let id = state.next_worker;
+        state.next_worker += 1;
+        let started = worker::start(self.clone(), id, &self.exe).map_err(|e| {
+            Error::unavailable(format!(
+                "cannot start a worker from `{}`: {e}",
+                self.exe.display()
+            ))
+        })?;
+        self.cold_starts.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(worker = id, pid = started.pid, "local worker started");
+        state.workers.push(Worker {
+            id,
+            pid: started.pid,
+            frames: Some(started.frames),
+            inflight: HashMap::new(),
+            per_function: HashMap::new(),
+            retiring: false,
+            last_active: Instant::now(),
+            kill_reason: None,
+        });
+        Ok(state.workers.len() - 1)
+    }
+
+    fn on_frame(self: &Arc<Self>, worker_id: u64, frame: Frame) {
+        match frame {
+            Frame::Response { id, result } => {
+                let mut state = self.lock();
+                let Some(index) = state.workers.iter().position(|w| w.id == worker_id) else {
+                    return;
+                };
+                let worker = &mut state.workers[index];
+                let Some(done) = worker.inflight.remove(&id) else {
+                    return;
+                };
+                if let Some(count) = worker.per_function.get_mut(&done.function) {
+                    *count = count.saturating_sub(1);
+                }
+                worker.last_active = Instant::now();
+                if worker.retiring && worker.inflight.is_empty() {
+                    worker.stop();
+                }
+                self.pump(&mut state, &done.function);
+                drop(state);
+                let _ = done.reply.send(result);
+            }
+            Frame::Request {
+                id,
+                envelope,
+                payload,
+            } => {
+                // A function in the worker invokes a function: run it on this platform.
+                let frames = self
+                    .lock()
+                    .workers
+                    .iter()
+                    .find(|w| w.id == worker_id)
+                    .and_then(|w| w.frames.clone());
+                let shared = self.clone();
+                tokio::spawn(async move {
+                    let descriptor = Registry::global()
+                        .ok()
+                        .and_then(|r| r.lookup(&envelope.function).ok())
+                        .map(|r| r.descriptor());
+                    let result = shared.invoke(envelope, payload, descriptor).await;
+                    if let Some(frames) = frames {
+                        let _ = frames.send(protocol::response(id, &result));
+                    }
+                });
+            }
+            Frame::Hello { pid } => tracing::trace!(worker = worker_id, pid, "local worker ready"),
+            Frame::Retire { reason } => {
+                tracing::debug!(worker = worker_id, %reason, "local worker retires");
+                let mut state = self.lock();
+                if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
+                    worker.retiring = true;
+                    if worker.inflight.is_empty() {
+                        worker.stop();
+                    }
+                }
+                self.pump_all(&mut state);
+            }
+        }
+    }
+
+    fn on_exit(self: &Arc<Self>, worker_id: u64, reason: ExitReason) {
+        let mut state = self.lock();
+        let Some(index) = state.workers.iter().position(|w| w.id == worker_id) else {
+            return;
+        };
+        let worker = state.workers.swap_remove(index);
+        if !worker.inflight.is_empty() || worker.kill_reason.is_none() {
+            tracing::warn!(worker = worker_id, pid = worker.pid, %reason, in_flight = worker.inflight.len(), "local worker ended");
+        }
+        let failures: Vec<(Reply, Error)> = worker
+            .inflight
+            .into_iter()
+            .map(|(slot, inflight)| {
+                let kind = match worker.kill_reason {
+                    Some(KillReason::OutOfMemory { limit_mb, used_mb }) => {
+                        ErrorKind::OutOfMemory { limit_mb, used_mb }
+                    }
+                    Some(KillReason::Unresponsive {
+                        overdue_slot,
+                        limit,
+                    }) if overdue_slot == slot => Error::timeout(limit).kind().clone(),
+                    Some(KillReason::Unresponsive { .. }) => ErrorKind::WorkerCrashed {
+                        reason: ExitReason::Unresponsive,
+                    },
+                    Some(KillReason::Stopped) => ErrorKind::Unavailable {
+                        message: "the worker was stopped while the invocation ran".to_owned(),
+                    },
+                    None => ErrorKind::WorkerCrashed { reason },
+                };
+                let error = Error::new(kind).in_function(&inflight.function);
+                (inflight.reply, error)
+            })
+            .collect();
+        self.pump_all(&mut state);
+        drop(state);
+        for (reply, error) in failures {
+            let _ = reply.send(Err(error));
+        }
+    }
+
+    fn ensure_monitor(self: &Arc<Self>, state: &mut State) {
+        if state.monitor_running {
+            return;
+        }
+        state.monitor_running = true;
+        let weak: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                if !shared.watch() {
+                    return;
+                }
+            }
+        });
+    }
+
+    /// One round of the monitor: memory limits, stuck invocations, idle workers.
+    /// Returns false once the platform is closed and empty.
+    fn watch(self: &Arc<Self>) -> bool {
+        let now = Instant::now();
+        let grace = self.config.unresponsive_grace;
+        let idle = self.config.idle_timeout;
+        let mut state = self.lock();
+        for worker in &mut state.workers {
+            if worker.kill_reason.is_some() && worker.frames.is_none() && worker.inflight.is_empty() {
+                continue;
+            }
+            if let (Some(limit_mb), Some(used)) = (self.memory_limit_mb, worker::rss_bytes(worker.pid)) {
+                let used_mb = used >> 20;
+                if used_mb > limit_mb {
+                    worker.kill(KillReason::OutOfMemory { limit_mb, used_mb });
+                    continue;
+                }
+            }
+            let overdue = worker
+                .inflight
+                .iter()
+                .find(|(_, i)| now.duration_since(i.dispatched) > i.timeout + grace)
+                .map(|(slot, i)| (*slot, i.timeout));
+            if let Some((overdue_slot, limit)) = overdue {
+                worker.kill(KillReason::Unresponsive {
+                    overdue_slot,
+                    limit,
+                });
+                continue;
+            }
+            if worker.inflight.is_empty()
+                && (worker.retiring || now.duration_since(worker.last_active) > idle)
+                && worker.frames.is_some()
+            {
+                tracing::debug!(worker = worker.id, "stopping idle local worker");
+                worker.stop();
+            }
+        }
+        !(state.closed && state.workers.is_empty())
+    }
+
+    fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        for worker in &mut state.workers {
+            worker.stop();
+        }
+        let queued: Vec<Job> = state.queues.drain().flat_map(|(_, q)| q).collect();
+        drop(state);
+        for job in queued {
+            let _ = job
+                .reply
+                .send(Err(Error::unavailable("the local platform shut down")));
+        }
+    }
+}

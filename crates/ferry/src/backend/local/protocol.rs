@@ -1,0 +1,241 @@
+//! Frames between the local platform and its workers, over a Unix socket on the worker's fd 3
+//! (stdout and stderr stay free for the functions' own output).
+//!
+//! A frame is `u32 length (LE) | u8 tag | body`. Both directions use the same frames: a request
+//! from the host is an invocation, a request from a worker is a nested invocation made by a
+//! function; a response answers the request with the same id.
+//!
+//! ```text
+//! request   id: u64 | envelope length: u32 | envelope (binary codec) | arguments
+//! response  id: u64 | 0 | output          or   id: u64 | 1 | error (json)
+//! hello     pid: u32
+//! retire    reason (utf-8)
+//! ```
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
+
+use crate::wire::Envelope;
+use crate::{Codec, Error, ErrorKind, Result};
+
+const TAG_REQUEST: u8 = 1;
+const TAG_RESPONSE: u8 = 2;
+const TAG_HELLO: u8 = 3;
+const TAG_RETIRE: u8 = 4;
+
+/// Largest frame either side accepts: arguments or results above it are refused before sending.
+pub(crate) const MAX_FRAME: usize = 256 << 20;
+
+#[derive(Debug)]
+pub(crate) enum Frame {
+    Request {
+        id: u64,
+        envelope: Envelope,
+        payload: Bytes,
+    },
+    Response {
+        id: u64,
+        result: Result<Bytes>,
+    },
+    Hello {
+        pid: u32,
+    },
+    Retire {
+        reason: String,
+    },
+}
+
+fn frame(tag: u8, capacity: usize, body: impl FnOnce(&mut BytesMut)) -> Bytes {
+    let mut buf = BytesMut::with_capacity(5 + capacity);
+    buf.put_u32_le(0);
+    buf.put_u8(tag);
+    body(&mut buf);
+    let len = u32::try_from(buf.len() - 4).unwrap_or(u32::MAX);
+    buf[..4].copy_from_slice(&len.to_le_bytes());
+    buf.freeze()
+}
+
+fn check_size(size: usize) -> Result<()> {
+    if size > MAX_FRAME {
+        return Err(Error::new(ErrorKind::PayloadTooLarge {
+            size: size as u64,
+            limit: MAX_FRAME as u64,
+        }));
+    }
+    Ok(())
+}
+
+pub(crate) fn request(id: u64, envelope: &Envelope, payload: &[u8]) -> Result<Bytes> {
+    check_size(payload.len())?;
+    let header = Codec::Binary.encode(envelope)?;
+    Ok(frame(TAG_REQUEST, 12 + header.len() + payload.len(), |buf| {
+        buf.put_u64_le(id);
+        buf.put_u32_le(header.len() as u32);
+        buf.put_slice(&header);
+        buf.put_slice(payload);
+    }))
+}
+
+pub(crate) fn response(id: u64, result: &Result<impl AsRef<[u8]>>) -> Bytes {
+    let oversized = match result {
+        Ok(output) => check_size(output.as_ref().len()).err(),
+        Err(_) => None,
+    };
+    match (result, oversized.as_ref()) {
+        (Ok(output), None) => frame(TAG_RESPONSE, 9 + output.as_ref().len(), |buf| {
+            buf.put_u64_le(id);
+            buf.put_u8(0);
+            buf.put_slice(output.as_ref());
+        }),
+        (Err(error), _) | (_, Some(error)) => {
+            let body = serde_json::to_vec(error).unwrap_or_default();
+            frame(TAG_RESPONSE, 9 + body.len(), |buf| {
+                buf.put_u64_le(id);
+                buf.put_u8(1);
+                buf.put_slice(&body);
+            })
+        }
+    }
+}
+
+pub(crate) fn hello(pid: u32) -> Bytes {
+    frame(TAG_HELLO, 4, |buf| buf.put_u32_le(pid))
+}
+
+pub(crate) fn retire(reason: &str) -> Bytes {
+    frame(TAG_RETIRE, reason.len(), |buf| buf.put_slice(reason.as_bytes()))
+}
+
+/// Parses a frame read by [`read_frame`] (tag and body, without the length).
+pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
+    let truncated = || Error::protocol("truncated frame from the local platform");
+    if frame.is_empty() {
+        return Err(truncated());
+    }
+    let tag = frame.get_u8();
+    match tag {
+        TAG_REQUEST => {
+            if frame.len() < 12 {
+                return Err(truncated());
+            }
+            let id = frame.get_u64_le();
+            let header_len = frame.get_u32_le() as usize;
+            if frame.len() < header_len {
+                return Err(truncated());
+            }
+            let header = frame.split_to(header_len);
+            let envelope = Codec::Binary.decode(&header)?;
+            Ok(Frame::Request {
+                id,
+                envelope,
+                payload: frame,
+            })
+        }
+        TAG_RESPONSE => {
+            if frame.len() < 9 {
+                return Err(truncated());
+            }
+            let id = frame.get_u64_le();
+            let result = match frame.get_u8() {
+                0 => Ok(frame),
+                _ => Err(serde_json::from_slice::<Error>(&frame)
+                    .unwrap_or_else(|e| Error::protocol(format!("unreadable error from a worker: {e}")))),
+            };
+            Ok(Frame::Response { id, result })
+        }
+        TAG_HELLO if frame.len() >= 4 => Ok(Frame::Hello {
+            pid: frame.get_u32_le(),
+        }),
+        TAG_RETIRE => Ok(Frame::Retire {
+            reason: String::from_utf8_lossy(&frame).into_owned(),
+        }),
+        other => Err(Error::protocol(format!("unknown frame tag {other}"))),
+    }
+}
+
+/// Reads one frame; `None` at a clean end of stream.
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Bytes>> {
+    let len = match reader.read_u32_le().await {
+        Ok(len) => len as usize,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if len == 0 || len > MAX_FRAME + 4096 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes"),
+        ));
+    }
+    let mut buf = BytesMut::zeroed(len);
+    reader.read_exact(&mut buf).await?;
+    Ok(Some(buf.freeze()))
+}
+
+/// Writes queued frames, flushing whenever the queue runs dry so bursts share a syscall.
+pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut frames: mpsc::UnboundedReceiver<Bytes>) {
+    let mut writer = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(frame) = frames.recv().await {
+        if writer.write_all(&frame).await.is_err() {
+            return;
+        }
+        while let Ok(frame) = frames.try_recv() {
+            if writer.write_all(&frame).await.is_err() {
+                return;
+            }
+        }
+        if writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strip_length(frame: Bytes) -> Bytes {
+        let len = u32::from_le_bytes(frame[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 4);
+        frame.slice(4..)
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let envelope = Envelope::new("app::f", Codec::Json);
+        let Frame::Request { id, envelope: e, payload } =
+            decode(strip_length(request(7, &envelope, b"{\"n\":1}").unwrap())).unwrap()
+        else {
+            panic!("not a request")
+        };
+        assert_eq!((id, &e, &payload[..]), (7, &envelope, &b"{\"n\":1}"[..]));
+
+        let ok: Result<&[u8]> = Ok(b"42");
+        let Frame::Response { id, result } = decode(strip_length(response(9, &ok))).unwrap() else {
+            panic!("not a response")
+        };
+        assert_eq!((id, &result.unwrap()[..]), (9, &b"42"[..]));
+
+        let failed: Result<&[u8]> = Err(Error::panic("boom"));
+        let Frame::Response { result, .. } = decode(strip_length(response(9, &failed))).unwrap() else {
+            panic!("not a response")
+        };
+        assert_eq!(result.unwrap_err(), Error::panic("boom"));
+    }
+
+    #[test]
+    fn garbage_is_a_protocol_error() {
+        assert!(decode(Bytes::from_static(&[TAG_REQUEST, 1, 2])).is_err());
+        assert!(decode(Bytes::from_static(&[99])).is_err());
+        assert!(decode(Bytes::new()).is_err());
+    }
+
+    #[test]
+    fn oversized_payloads_are_refused() {
+        let envelope = Envelope::new("app::f", Codec::Binary);
+        let big = vec![0u8; MAX_FRAME + 1];
+        let error = request(1, &envelope, &big).unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::PayloadTooLarge { .. }));
+    }
+}

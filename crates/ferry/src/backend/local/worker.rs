@@ -1,0 +1,109 @@
+//! Starting a worker process and reading what it sends.
+
+use std::os::fd::AsRawFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::BufReader;
+use tokio::net::unix::OwnedReadHalf;
+use tokio::process::Child;
+use tokio::sync::mpsc;
+
+use super::{Shared, protocol};
+use crate::ExitReason;
+
+/// The fd on which a worker finds its socket to the platform.
+pub(crate) const WORKER_FD: i32 = 3;
+
+pub(super) struct Started {
+    pub pid: u32,
+    pub frames: mpsc::UnboundedSender<Bytes>,
+}
+
+pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result<Started> {
+    let (host_end, worker_end) = std::os::unix::net::UnixStream::pair()?;
+    let worker_fd = worker_end.as_raw_fd();
+    let mut command = std::process::Command::new(exe);
+    command
+        .env(crate::run::ROLE_VAR, crate::run::ROLE_LOCAL_WORKER)
+        .env("FERRY_WORKER_ID", id.to_string())
+        .stdin(Stdio::null());
+    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) are made.
+    unsafe {
+        command.pre_exec(move || {
+            if worker_fd == WORKER_FD {
+                // Already in place: only clear close-on-exec.
+                if libc::fcntl(WORKER_FD, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(worker_fd, WORKER_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut command = tokio::process::Command::from(command);
+    command.kill_on_drop(true);
+    let child = command.spawn()?;
+    drop(worker_end);
+    let pid = child.id().unwrap_or(0);
+
+    host_end.set_nonblocking(true)?;
+    let stream = tokio::net::UnixStream::from_std(host_end)?;
+    let (read, write) = stream.into_split();
+    let (frames, queued) = mpsc::unbounded_channel();
+    tokio::spawn(protocol::write_loop(write, queued));
+    tokio::spawn(read_worker(shared, id, read, child));
+    Ok(Started { pid, frames })
+}
+
+async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut child: Child) {
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    loop {
+        match protocol::read_frame(&mut reader).await {
+            Ok(Some(frame)) => match protocol::decode(frame) {
+                Ok(frame) => shared.on_frame(id, frame),
+                Err(error) => {
+                    tracing::error!(worker = id, %error, "local worker broke the protocol; stopping it");
+                    let _ = child.start_kill();
+                    break;
+                }
+            },
+            Ok(None) => break,
+            Err(error) => {
+                tracing::debug!(worker = id, %error, "local worker socket failed");
+                break;
+            }
+        }
+    }
+    // The socket closed: the worker is exiting or was killed. Reap it, killing it if it lingers.
+    let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+        Ok(status) => status.ok(),
+        Err(_) => {
+            let _ = child.start_kill();
+            child.wait().await.ok()
+        }
+    };
+    let reason = match status {
+        Some(status) => match (status.signal(), status.code()) {
+            (Some(signal), _) => ExitReason::Signal(signal),
+            (None, Some(code)) => ExitReason::Code(code),
+            (None, None) => ExitReason::Unknown,
+        },
+        None => ExitReason::Unknown,
+    };
+    shared.on_exit(id, reason);
+}
+
+/// Resident memory of a process, from `/proc/<pid>/statm`.
+pub(super) fn rss_bytes(pid: u32) -> Option<u64> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page_size).unwrap_or(4096))
+}

@@ -1,0 +1,213 @@
+//! Where invocations run. A [`Context`] holds one backend:
+//!
+//! - `inline`: tasks of this process (the monolith);
+//! - `local`: the embedded local platform, warm worker processes of this executable.
+
+pub(crate) mod inline;
+pub(crate) mod local;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+pub use self::local::LocalConfig;
+use crate::context::Invocation;
+use crate::registry::Registration;
+use crate::serve::local::ParentLink;
+use crate::wire::Envelope;
+use crate::{Context, Error, FunctionDescriptor, Result};
+
+/// A backend by name, as given to `--backend` or `FERRY_BACKEND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BackendKind {
+    /// Functions run as tasks of the calling process.
+    Inline,
+    /// Functions run in warm worker processes of this executable.
+    #[default]
+    Local,
+}
+
+impl BackendKind {
+    /// Every backend, for help texts.
+    pub const ALL: &'static [BackendKind] = &[Self::Inline, Self::Local];
+
+    /// `FERRY_BACKEND`, or `local` when unset.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("FERRY_BACKEND") {
+            Ok(name) if !name.is_empty() => name.parse(),
+            _ => Ok(Self::default()),
+        }
+    }
+
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Local => "local",
+        }
+    }
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|kind| kind.name() == s)
+            .ok_or_else(|| {
+                Error::config(format!(
+                    "unknown backend `{s}`; expected one of {}",
+                    Self::ALL
+                        .iter()
+                        .map(|k| format!("`{}`", k.name()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a backend has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendStats {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Most workers it may run at once (1 for `inline`: the calling process).
+    pub max_workers: usize,
+    /// Workers alive now.
+    pub workers: usize,
+    /// Worker processes started (each one a cold start).
+    pub cold_starts: u64,
+    /// Invocations submitted.
+    pub invocations: u64,
+}
+
+#[derive(Clone)]
+pub(crate) enum Backend {
+    Inline,
+    Local(Arc<local::LocalBackend>),
+    /// Inside a local worker: invocations go back to the host's platform.
+    Parent(Arc<ParentLink>),
+}
+
+impl Backend {
+    pub(crate) fn local(config: LocalConfig) -> Result<Self> {
+        Ok(Self::Local(Arc::new(local::LocalBackend::new(config)?)))
+    }
+
+    pub(crate) fn kind(&self) -> BackendKind {
+        match self {
+            Self::Inline => BackendKind::Inline,
+            Self::Local(_) | Self::Parent(_) => BackendKind::Local,
+        }
+    }
+
+    pub(crate) fn stats(&self) -> BackendStats {
+        match self {
+            Self::Inline => BackendStats {
+                backend: BackendKind::Inline,
+                max_workers: 1,
+                workers: 1,
+                cold_starts: 0,
+                invocations: inline::invocations(),
+            },
+            Self::Local(local) => local.stats(),
+            Self::Parent(parent) => parent.stats(),
+        }
+    }
+
+    /// Sends encoded arguments; `descriptor` is known when the function is registered here.
+    pub(crate) fn invoke(
+        &self,
+        ctx: &Context,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        match self {
+            Self::Inline => inline::invoke(ctx, envelope, payload),
+            Self::Local(local) => local.invoke(envelope, payload, descriptor),
+            Self::Parent(parent) => parent.invoke(envelope, payload),
+        }
+    }
+
+    pub(crate) async fn shutdown(&self) {
+        if let Self::Local(local) = self {
+            local.shutdown();
+        }
+    }
+}
+
+/// Whether a timed-out body may still be running on a thread that cannot be stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overrun {
+    No,
+    /// A sync body outlived its timeout: its thread runs on until the process ends.
+    StuckThread,
+}
+
+/// Runs a registered function in this process under its timeout (or the caller's earlier
+/// deadline). Inline backends and every worker mode execute through here.
+pub(crate) async fn execute(
+    ctx: &Context,
+    registration: &'static Registration,
+    envelope: &Envelope,
+    payload: Bytes,
+) -> (Result<Vec<u8>>, Overrun) {
+    let descriptor = registration.descriptor();
+    let mut limit = descriptor.config.timeout;
+    if let Some(remaining) = envelope.remaining() {
+        limit = limit.min(remaining);
+    }
+    let child = ctx.for_invocation(Invocation {
+        function: descriptor.id.to_owned(),
+        id: envelope.invocation,
+        deadline: Instant::now() + limit,
+    });
+    let body = registration.run(child, envelope.codec, payload);
+    let (result, overrun) = with_timeout(body, limit, descriptor.is_async).await;
+    let result = result.map_err(|e| e.in_function(descriptor.id).in_invocation(envelope.invocation));
+    (result, overrun)
+}
+
+/// Runs `body` as its own task so it runs in parallel and cannot block the caller past `limit`.
+pub(crate) async fn with_timeout<T: Send + 'static>(
+    body: BoxFuture<'static, Result<T>>,
+    limit: Duration,
+    is_async: bool,
+) -> (Result<T>, Overrun) {
+    let mut task = tokio::spawn(body);
+    match tokio::time::timeout(limit, &mut task).await {
+        Ok(Ok(result)) => (result, Overrun::No),
+        Ok(Err(joined)) if joined.is_panic() => (
+            Err(Error::panic(crate::error::panic_message(&*joined.into_panic()))),
+            Overrun::No,
+        ),
+        Ok(Err(joined)) => (
+            Err(Error::unavailable(format!("invocation task ended: {joined}"))),
+            Overrun::No,
+        ),
+        Err(_) => {
+            task.abort();
+            let overrun = if is_async {
+                Overrun::No
+            } else {
+                Overrun::StuckThread
+            };
+            (Err(Error::timeout(limit)), overrun)
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! [`Context`]: how a program (or a function) invokes functions on its backend.
+
+use std::any::{Any, TypeId};
+use std::collections::{HashMap, VecDeque};
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::stream::{FuturesOrdered, FuturesUnordered};
+use futures::{Stream, StreamExt};
+
+use crate::backend::{Backend, BackendKind, BackendStats, LocalConfig};
+use crate::progress::Progress;
+use crate::wire::{Envelope, InvocationId};
+use crate::{Codec, Error, Function, Registry, Result};
+
+/// Default bound on invocations in flight for [`Context::map`] and [`Context::as_completed`].
+pub const DEFAULT_FAN_OUT: usize = 1024;
+
+/// A handle to a backend: call, spawn, map and stream invocations.
+///
+/// Cheap to clone. The host program gets one from [`ferry::run`](crate::run); a function gets one
+/// as a `Context` parameter, bound to the backend that invoked it, so functions can invoke
+/// functions.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Backend,
+    invocation: Option<Invocation>,
+}
+
+/// The invocation a function is serving.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// Id of the function being run.
+    pub function: String,
+    /// Id of this invocation.
+    pub id: InvocationId,
+    /// When the function's time is up.
+    pub deadline: Instant,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("backend", &self.backend_kind())
+            .field("invocation", &self.inner.invocation)
+            .finish()
+    }
+}
+
+impl Context {
+    /// A context on the given backend, configured from the environment
+    /// (see [`LocalConfig::from_env`]).
+    pub fn new(kind: BackendKind) -> Result<Self> {
+        let backend = match kind {
+            BackendKind::Inline => Backend::Inline,
+            BackendKind::Local => Backend::local(LocalConfig::from_env()?)?,
+        };
+        Ok(Self::with_backend(backend))
+    }
+
+    /// The backend named by `FERRY_BACKEND` (default `local`).
+    pub fn from_env() -> Result<Self> {
+        Self::new(BackendKind::from_env()?)
+    }
+
+    /// Functions run as tasks of this process: the monolith.
+    pub fn inline() -> Self {
+        Self::with_backend(Backend::Inline)
+    }
+
+    /// The embedded local platform with explicit settings.
+    pub fn local(config: LocalConfig) -> Result<Self> {
+        Ok(Self::with_backend(Backend::local(config)?))
+    }
+
+    pub(crate) fn with_backend(backend: Backend) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                backend,
+                invocation: None,
+            }),
+        }
+    }
+
+    /// The context handed to a function body.
+    pub(crate) fn for_invocation(&self, invocation: Invocation) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                backend: self.inner.backend.clone(),
+                invocation: Some(invocation),
+            }),
+        }
+    }
+
+    /// Which backend invocations go to.
+    pub fn backend_kind(&self) -> BackendKind {
+        self.inner.backend.kind()
+    }
+
+    /// Workers, cold starts and invocations so far.
+    pub fn stats(&self) -> BackendStats {
+        self.inner.backend.stats()
+    }
+
+    /// The invocation being served, when this context was handed to a function.
+    pub fn invocation(&self) -> Option<&Invocation> {
+        self.inner.invocation.as_ref()
+    }
+
+    /// Time left before this invocation's deadline (`None` in the host program).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.invocation()
+            .map(|i| i.deadline.saturating_duration_since(Instant::now()))
+    }
+
+    /// Invokes `function` and waits for its output.
+    pub fn call<F: Function>(&self, function: F) -> impl Future<Output = Result<F::Output>> + Send + 'static {
+        let ctx = self.clone();
+        async move {
+            let id = InvocationId::next();
+            let descriptor = F::DESCRIPTOR;
+            let result = match &ctx.inner.backend {
+                Backend::Inline => crate::backend::inline::call(&ctx, function, id).await,
+                backend => {
+                    let payload = Codec::Binary.encode(&function)?;
+                    let envelope = ctx.envelope(descriptor.id, id, Codec::Binary);
+                    let output = backend
+                        .invoke(&ctx, envelope, Bytes::from(payload), Some(descriptor))
+                        .await?;
+                    Codec::Binary.decode(&output).map_err(|e| {
+                        Error::protocol(format!("cannot decode the output: {e}"))
+                    })
+                }
+            };
+            result.map_err(|e| e.in_function(descriptor.id).in_invocation(id))
+        }
+    }
+
+    /// Starts an invocation and returns a handle to await later; dropping the handle does not
+    /// cancel the invocation.
+    pub fn spawn<F: Function>(&self, function: F) -> Handle<F::Output> {
+        Handle {
+            join: tokio::spawn(self.call(function)),
+        }
+    }
+
+    /// Invokes every task with at most [`DEFAULT_FAN_OUT`] in flight and returns the outputs in
+    /// task order, or the first error. Configure with [`Map::concurrency`] and
+    /// [`Map::progress`]; get every result, errors included, with [`Map::settle`].
+    pub fn map<F: Function>(&self, tasks: impl IntoIterator<Item = F>) -> Map<F> {
+        Map {
+            ctx: self.clone(),
+            tasks: tasks.into_iter().collect(),
+            concurrency: DEFAULT_FAN_OUT,
+            progress: None,
+        }
+    }
+
+    /// Invokes every task with bounded concurrency and yields `(index, result)` in completion
+    /// order (Cppless's `wait_one`). More tasks can be pushed while it runs.
+    pub fn as_completed<F: Function>(&self, tasks: impl IntoIterator<Item = F>) -> Completions<F> {
+        let pending: VecDeque<F> = tasks.into_iter().collect();
+        let total = pending.len();
+        Completions {
+            ctx: self.clone(),
+            pending,
+            running: FuturesUnordered::new(),
+            next_index: 0,
+            concurrency: DEFAULT_FAN_OUT,
+            progress: Progress::new(total as u64, self.progress_enabled(total, None)),
+        }
+    }
+
+    /// Invokes a function by id (or unique name) with encoded arguments and returns its encoded
+    /// output: what `ferry invoke` and the HTTP transports do. An empty JSON body is `{}`.
+    pub async fn invoke(&self, function: &str, codec: Codec, arguments: impl Into<Bytes>) -> Result<Bytes> {
+        let descriptor = Registry::global()
+            .ok()
+            .and_then(|r| r.lookup(function).ok())
+            .map(|r| r.descriptor());
+        let id_text = descriptor.map_or(function, |d| d.id);
+        let id = InvocationId::next();
+        let envelope = self.envelope(id_text, id, codec);
+        self.inner
+            .backend
+            .invoke(self, envelope, arguments.into(), descriptor)
+            .await
+            .map_err(|e| e.in_function(id_text).in_invocation(id))
+    }
+
+    /// Per-process state of type `T`, created by `init` the first time any invocation in this
+    /// process asks for it and shared by every later one (a warm instance reuses it).
+    pub fn instance<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        type Slot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
+        static STATE: OnceLock<Mutex<HashMap<TypeId, Slot>>> = OnceLock::new();
+        let slot = STATE
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(TypeId::of::<T>())
+            .or_default()
+            .clone();
+        let value = slot.get_or_init(|| Arc::new(init())).clone();
+        value
+            .downcast::<T>()
+            .unwrap_or_else(|_| unreachable!("instance state is keyed by its type"))
+    }
+
+    /// Stops the backend's workers. Pending invocations end with an `Unavailable` error.
+    pub async fn shutdown(&self) {
+        self.inner.backend.shutdown().await;
+    }
+
+    fn envelope(&self, function: &str, id: InvocationId, codec: Codec) -> Envelope {
+        let mut envelope = Envelope::new(function, codec);
+        envelope.invocation = id;
+        envelope.parent = self.invocation().map(|i| i.id);
+        envelope
+    }
+
+    fn progress_enabled(&self, total: usize, choice: Option<bool>) -> bool {
+        choice.unwrap_or_else(|| self.invocation().is_none() && total > 1 && crate::progress::wanted())
+    }
+}
+
+/// An invocation started with [`Context::spawn`]; await it for the output.
+#[derive(Debug)]
+pub struct Handle<T> {
+    join: tokio::task::JoinHandle<Result<T>>,
+}
+
+impl<T> Future for Handle<T> {
+    type Output = Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T>> {
+        Pin::new(&mut self.join).poll(cx).map(|joined| {
+            joined.unwrap_or_else(|e| Err(Error::unavailable(format!("invocation task ended: {e}"))))
+        })
+    }
+}
+
+/// A fan-out built by [`Context::map`]; await it.
+#[derive(Debug)]
+#[must_use = "a map does nothing until awaited"]
+pub struct Map<F> {
+    ctx: Context,
+    tasks: Vec<F>,
+    concurrency: usize,
+    progress: Option<bool>,
+}
+
+impl<F: Function> Map<F> {
+    /// At most `n` invocations in flight (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Shows or hides the progress bar (default: shown on a terminal for host fan-outs).
+    pub fn progress(mut self, show: bool) -> Self {
+        self.progress = Some(show);
+        self
+    }
+
+    /// Runs every task and returns every result in task order, errors included.
+    pub async fn settle(self) -> Vec<Result<F::Output>> {
+        let progress = Progress::new(
+            self.tasks.len() as u64,
+            self.ctx.progress_enabled(self.tasks.len(), self.progress),
+        );
+        let ctx = self.ctx;
+        futures::stream::iter(self.tasks.into_iter().map(|task| ctx.call(task)))
+            .buffered(self.concurrency)
+            .inspect(|_| progress.inc())
+            .collect()
+            .await
+    }
+
+    async fn run(self) -> Result<Vec<F::Output>> {
+        let progress = Progress::new(
+            self.tasks.len() as u64,
+            self.ctx.progress_enabled(self.tasks.len(), self.progress),
+        );
+        let mut outputs = Vec::with_capacity(self.tasks.len());
+        let mut tasks = self.tasks.into_iter();
+        let mut running = FuturesOrdered::new();
+        loop {
+            while running.len() < self.concurrency {
+                match tasks.next() {
+                    Some(task) => running.push_back(self.ctx.call(task)),
+                    None => break,
+                }
+            }
+            match running.next().await {
+                Some(result) => {
+                    progress.inc();
+                    outputs.push(result?);
+                }
+                None => return Ok(outputs),
+            }
+        }
+    }
+}
+
+impl<F: Function> IntoFuture for Map<F> {
+    type Output = Result<Vec<F::Output>>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.run())
+    }
+}
+
+type Running<T> = Pin<Box<dyn Future<Output = (usize, Result<T>)> + Send>>;
+
+/// Results in completion order, from [`Context::as_completed`]. A [`Stream`] of
+/// `(task index, result)`; [`next`](Self::next) needs no trait import.
+#[must_use = "a completion stream does nothing until polled"]
+pub struct Completions<F: Function> {
+    ctx: Context,
+    pending: VecDeque<F>,
+    running: FuturesUnordered<Running<F::Output>>,
+    next_index: usize,
+    concurrency: usize,
+    progress: Progress,
+}
+
+impl<F: Function> std::fmt::Debug for Completions<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completions")
+            .field("pending", &self.pending.len())
+            .field("running", &self.running.len())
+            .finish()
+    }
+}
+
+impl<F: Function> Completions<F> {
+    /// At most `n` invocations in flight (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Adds a task; it gets the next index.
+    pub fn push(&mut self, task: F) {
+        self.pending.push_back(task);
+        self.progress.grow(1);
+    }
+
+    /// Tasks not yet finished.
+    pub fn len(&self) -> usize {
+        self.pending.len() + self.running.len()
+    }
+
+    /// Whether every task has finished.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The next result to finish, or `None` when every task has finished.
+    pub async fn next(&mut self) -> Option<(usize, Result<F::Output>)> {
+        StreamExt::next(self).await
+    }
+
+    fn top_up(&mut self) {
+        while self.running.len() < self.concurrency {
+            let Some(task) = self.pending.pop_front() else { break };
+            let index = self.next_index;
+            self.next_index += 1;
+            let call = self.ctx.call(task);
+            self.running
+                .push(Box::pin(async move { (index, call.await) }));
+        }
+    }
+}
+
+impl<F: Function> Stream for Completions<F> {
+    type Item = (usize, Result<F::Output>);
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.top_up();
+        let polled = self.running.poll_next_unpin(cx);
+        if let Poll::Ready(Some(_)) = &polled {
+            self.progress.inc();
+        }
+        polled
+    }
+}
+
+impl<F: Function> Unpin for Completions<F> {}

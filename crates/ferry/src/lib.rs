@@ -1,0 +1,94 @@
+//! # ferry — single-source serverless functions for Rust
+//!
+//! Write functions and the program that calls them in one crate. One binary holds every
+//! function: started normally it is the host program; started as a worker it serves the
+//! functions. The same code runs as a monolith (`inline`), on the embedded local platform of
+//! warm worker processes (`local`, the default), and on serverless platforms.
+//!
+//! ```
+//! use ferry::prelude::*;
+//!
+//! /// An ordinary function: callable directly, and remotely as `Add { a, b }`.
+//! #[ferry::function]
+//! fn add(a: i64, b: i64) -> i64 {
+//!     a + b
+//! }
+//!
+//! #[ferry::main]
+//! async fn main(ctx: Context) -> ferry::Result<()> {
+//!     assert_eq!(add(2, 3), 5);
+//!     assert_eq!(ctx.call(Add { a: 2, b: 3 }).await?, 5);
+//!     let doubled = ctx.map((0..100).map(|i| Add { a: i, b: i })).await?;
+//!     assert_eq!(doubled[21], 42);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! - [`#[ferry::function]`](function) generates the invocation type and registers the function.
+//! - [`Context`] invokes: [`call`](Context::call), [`spawn`](Context::spawn),
+//!   [`map`](Context::map), [`as_completed`](Context::as_completed).
+//! - [`run`] (or [`#[ferry::main]`](main)) decides at start-up whether the process is the host, a
+//!   worker, or a manifest request.
+//! - Every invocation ends in its output or an [`Error`] whose [`ErrorKind`] says why.
+
+mod backend;
+pub mod codec;
+mod context;
+mod error;
+mod function;
+pub mod manifest;
+mod progress;
+mod registry;
+mod run;
+mod serve;
+pub mod wire;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use backend::{BackendKind, BackendStats, LocalConfig};
+pub use codec::Codec;
+pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};
+pub use error::{Error, ErrorKind, ExitReason, Result};
+pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor};
+pub use manifest::Manifest;
+pub use registry::{Registration, Registry};
+pub use run::{ROLE_VAR, Role, run};
+
+/// Makes a plain function a ferry function.
+///
+/// ```
+/// # use ferry::prelude::*;
+/// #[ferry::function(name = "count-queens", memory_mb = 512, timeout = "30s", concurrency = 1)]
+/// pub fn count_queens(n: u32, cols: u64, left: u64, right: u64) -> u64 {
+///     # let _ = (n, cols, left, right);
+///     0
+/// }
+///
+/// // The function stays callable; `CountQueens` is its invocation type.
+/// let direct = count_queens(8, 0, 0, 0);
+/// let remote = CountQueens { n: 8, cols: 0, left: 0, right: 0 };
+/// assert_eq!(<CountQueens as ferry::Function>::DESCRIPTOR.name, "count-queens");
+/// # let _ = (direct, remote);
+/// ```
+///
+/// - Parameters and the return type are serde types; the body may be sync (it runs on a
+///   blocking thread) or `async`.
+/// - Returning `Result<T, E>` with `E: Display` makes `Err(e)` a [`ErrorKind::User`] error.
+/// - A parameter of type [`Context`] (or `&Context`) receives the invocation's context, so the
+///   function can invoke functions; it is not part of the invocation type.
+/// - Options: `name` (default: the fn name), `memory_mb` (256), `timeout` (`"60s"`),
+///   `concurrency` (1: invocations one instance runs at once).
+/// - The id is the module path plus the name (`my_crate::solver::count-queens`): stable across
+///   builds and machines.
+pub use ferry_macros::function;
+
+/// Sugar for [`run`]: `#[ferry::main] async fn main(ctx: Context) -> R` becomes
+/// `fn main() -> ExitCode { ferry::run(...) }`.
+pub use ferry_macros::main;
+
+/// What most programs need.
+pub mod prelude {
+    pub use crate::{BackendKind, Codec, Context, Error, ErrorKind, Function, LocalConfig};
+}

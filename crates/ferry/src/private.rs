@@ -1,0 +1,89 @@
+//! Support for the macros' expansions. Not a public API: it changes with `ferry-macros`, which
+//! `ferry` pins to its exact version.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+pub use futures::future::BoxFuture;
+use futures::FutureExt;
+pub use inventory;
+pub use serde;
+
+pub use crate::registry::Registration;
+use crate::{Error, ErrorKind, Result};
+
+/// `Result<T, E>` returned by a function body: `Err` becomes a user error.
+pub trait FnResult {
+    /// The success type.
+    type Ok;
+    /// Converts into ferry's result.
+    fn into_outcome(self) -> Result<Self::Ok>;
+}
+
+impl<T, E: Display + 'static> FnResult for std::result::Result<T, E> {
+    type Ok = T;
+
+    fn into_outcome(self) -> Result<T> {
+        self.map_err(|e| {
+            // A ferry error (a nested invocation failed and the body used `?`) keeps its kind.
+            if let Some(error) = (&e as &dyn std::any::Any).downcast_ref::<Error>() {
+                return error.clone();
+            }
+            Error::new(ErrorKind::User {
+                message: format!("{e:#}"),
+                type_name: std::any::type_name::<E>().to_owned(),
+            })
+        })
+    }
+}
+
+/// Runs an `async` body, turning a panic into [`ErrorKind::Panic`].
+pub fn run_async<T, F>(body: F) -> BoxFuture<'static, Result<T>>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    Box::pin(AssertUnwindSafe(body).catch_unwind().map(|outcome| {
+        outcome.unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
+    }))
+}
+
+/// Runs a sync body on a blocking thread, turning a panic into [`ErrorKind::Panic`].
+pub fn run_blocking<T, F>(body: F) -> BoxFuture<'static, Result<T>>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    let handle = tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(AssertUnwindSafe(body))
+            .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
+    });
+    Box::pin(handle.map(|joined| {
+        joined.unwrap_or_else(|e| Err(Error::unavailable(format!("blocking task ended: {e}"))))
+    }))
+}
+
+#[diagnostic::on_unimplemented(
+    message = "the `#[ferry::function]` parameters must implement `Serialize` and `Deserialize`",
+    label = "this parameter type is not a serde type",
+    note = "derive them with `#[derive(serde::Serialize, serde::Deserialize)]`"
+)]
+pub trait Param: serde::Serialize + serde::de::DeserializeOwned + Send + 'static {}
+impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Param for T {}
+
+#[diagnostic::on_unimplemented(
+    message = "the `#[ferry::function]` return type must implement `Serialize` and `Deserialize`",
+    label = "this return type is not a serde type",
+    note = "derive them with `#[derive(serde::Serialize, serde::Deserialize)]`"
+)]
+pub trait Output: serde::Serialize + serde::de::DeserializeOwned + Send + 'static {}
+impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Output for T {}
+
+/// Fails to compile, with a clear message, unless `T` is a serde type.
+pub const fn assert_param<T: Param>() {}
+
+/// Fails to compile, with a clear message, unless `T` is a serde type.
+pub const fn assert_output<T: Output>() {}
+
+/// Entry for `#[ferry::main]`.
+pub use crate::run::run;

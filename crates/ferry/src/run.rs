@@ -1,0 +1,128 @@
+//! Start-up: one binary is the host program, a worker, or a manifest printer, decided by
+//! `FERRY_ROLE` before any user code runs.
+
+use std::future::Future;
+use std::process::{ExitCode, Termination};
+
+use crate::{Context, Registry};
+
+/// Environment variable that selects the role of the process.
+pub const ROLE_VAR: &str = "FERRY_ROLE";
+pub(crate) const ROLE_LOCAL_WORKER: &str = "local-worker";
+pub(crate) const ROLE_MANIFEST: &str = "manifest";
+
+/// What this process was started as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Role {
+    /// The program itself: runs `main` with a [`Context`].
+    Host,
+    /// A worker of the embedded local platform (`FERRY_ROLE=local-worker`).
+    LocalWorker,
+    /// Prints the manifest as JSON and exits (`FERRY_ROLE=manifest`).
+    Manifest,
+}
+
+impl Role {
+    /// The role named by `FERRY_ROLE` (unset or empty: the host).
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var(ROLE_VAR).as_deref() {
+            Err(_) | Ok("" | "host") => Ok(Self::Host),
+            Ok(ROLE_LOCAL_WORKER) => Ok(Self::LocalWorker),
+            Ok(ROLE_MANIFEST) => Ok(Self::Manifest),
+            Ok(other) => Err(format!(
+                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}` or `{ROLE_MANIFEST}`"
+            )),
+        }
+    }
+}
+
+/// Runs a ferry program: as the host it builds a [`Context`] from the environment
+/// (`FERRY_BACKEND`, default `local`) and runs `main` with it; as a worker it serves the
+/// program's functions; asked for the manifest it prints it. `#[ferry::main]` expands to this.
+///
+/// Returns the exit code: `main`'s (as `fn main` would), or 2 when start-up fails (duplicate
+/// function ids, a bad setting).
+pub fn run<F, Fut>(main: F) -> ExitCode
+where
+    F: FnOnce(Context) -> Fut,
+    Fut: Future,
+    Fut::Output: Termination,
+{
+    init_tracing();
+    let registry = match Registry::global() {
+        Ok(registry) => registry,
+        Err(error) => return fail(&error),
+    };
+    let role = match Role::from_env() {
+        Ok(role) => role,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    match role {
+        Role::Manifest => print_manifest(),
+        Role::LocalWorker => {
+            // The role is this process's alone: programs the functions start are hosts again.
+            // SAFETY: no other thread exists yet; nothing reads the environment concurrently.
+            unsafe { std::env::remove_var(ROLE_VAR) };
+            crate::serve::local::serve(registry)
+        }
+        Role::Host => {
+            let runtime = match runtime() {
+                Ok(runtime) => runtime,
+                Err(error) => {
+                    eprintln!("error: cannot start the async runtime: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            let code = runtime.block_on(async {
+                let ctx = match Context::from_env() {
+                    Ok(ctx) => ctx,
+                    Err(error) => return fail(&error),
+                };
+                let code = main(ctx.clone()).await.report();
+                ctx.shutdown().await;
+                code
+            });
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            code
+        }
+    }
+}
+
+fn fail(error: &crate::Error) -> ExitCode {
+    eprintln!("error: {error}");
+    ExitCode::from(2)
+}
+
+fn print_manifest() -> ExitCode {
+    match crate::Manifest::current() {
+        Ok(manifest) => {
+            let json = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+            // The marker lets tools recognise a ferry program before running it.
+            let _ = std::hint::black_box(crate::manifest::PROGRAM_MARKER);
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(&error),
+    }
+}
+
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("ferry")
+        .build()
+}
+
+/// `FERRY_LOG` (e.g. `debug`, `ferry=trace`) turns on logs to stderr; quiet otherwise.
+fn init_tracing() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}

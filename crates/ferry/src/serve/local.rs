@@ -1,0 +1,160 @@
+//! A worker of the embedded local platform: reads invocations from the socket on fd 3, runs
+//! many at once, and answers each as it finishes. Nested invocations made by functions go back
+//! to the platform over the same socket.
+
+use std::collections::HashMap;
+use std::os::fd::FromRawFd;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use tokio::io::BufReader;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::local::protocol::{self, Frame};
+use crate::backend::{Backend, BackendStats, Overrun};
+use crate::wire::Envelope;
+use crate::{BackendKind, Context, Error, Registry, Result};
+
+/// Serves until the platform closes the socket, then exits without waiting for stuck threads.
+pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
+    // SAFETY: F_GETFD only inspects the descriptor table.
+    if unsafe { libc::fcntl(crate::backend::local::WORKER_FD, libc::F_GETFD) } < 0 {
+        eprintln!(
+            "error: FERRY_ROLE=local-worker expects the local platform's socket on fd 3; \
+             start the program without FERRY_ROLE to run it as the host"
+        );
+        return ExitCode::from(2);
+    }
+    // SAFETY: fd 3 is open (checked above) and handed to this process for this purpose alone.
+    let socket = unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::backend::local::WORKER_FD) };
+    let runtime = match crate::run::runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the worker runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runtime.block_on(serve_socket(registry, socket));
+    if let Err(error) = outcome {
+        eprintln!("error: local worker: {error}");
+        std::process::exit(2);
+    }
+    // A sync function past its timeout may still hold a thread: do not wait for it.
+    std::process::exit(0);
+}
+
+async fn serve_socket(registry: &'static Registry, socket: std::os::unix::net::UnixStream) -> std::io::Result<()> {
+    socket.set_nonblocking(true)?;
+    let (read, write) = tokio::net::UnixStream::from_std(socket)?.into_split();
+    let (frames, queued) = mpsc::unbounded_channel::<Bytes>();
+    tokio::spawn(protocol::write_loop(write, queued));
+    let parent = Arc::new(ParentLink {
+        frames: frames.clone(),
+        calls: Mutex::new(HashMap::new()),
+        next_call: AtomicU64::new(1),
+    });
+    let ctx = Context::with_backend(Backend::Parent(parent.clone()));
+    let _ = frames.send(protocol::hello(std::process::id()));
+
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    while let Some(frame) = protocol::read_frame(&mut reader).await? {
+        match protocol::decode(frame) {
+            Ok(Frame::Request {
+                id,
+                envelope,
+                payload,
+            }) => {
+                let frames = frames.clone();
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let (result, overrun) = run_one(registry, &ctx, &envelope, payload).await;
+                    let _ = frames.send(protocol::response(id, &result));
+                    if overrun == Overrun::StuckThread {
+                        let reason = format!(
+                            "`{}` overran its timeout on a thread that cannot be stopped",
+                            envelope.function
+                        );
+                        let _ = frames.send(protocol::retire(&reason));
+                    }
+                });
+            }
+            Ok(Frame::Response { id, result }) => parent.complete(id, result),
+            Ok(other) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("unexpected frame from the platform: {other:?}"),
+                ));
+            }
+            Err(error) => {
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string()));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn run_one(
+    registry: &'static Registry,
+    ctx: &Context,
+    envelope: &Envelope,
+    payload: Bytes,
+) -> (Result<Vec<u8>>, Overrun) {
+    match registry.lookup(&envelope.function) {
+        Ok(registration) => crate::backend::execute(ctx, registration, envelope, payload).await,
+        Err(error) => (Err(error), Overrun::No),
+    }
+}
+
+/// The backend of contexts inside a local worker: invocations go to the platform that started
+/// this worker.
+pub(crate) struct ParentLink {
+    frames: mpsc::UnboundedSender<Bytes>,
+    calls: Mutex<HashMap<u64, oneshot::Sender<Result<Bytes>>>>,
+    next_call: AtomicU64,
+}
+
+impl ParentLink {
+    pub(crate) fn invoke(&self, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let (reply, outcome) = oneshot::channel();
+        let sent = protocol::request(id, &envelope, &payload).and_then(|frame| {
+            self.calls
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(id, reply);
+            self.frames
+                .send(frame)
+                .map_err(|_| Error::unavailable("the local platform closed the connection"))
+        });
+        Box::pin(async move {
+            sent?;
+            outcome
+                .await
+                .unwrap_or_else(|_| Err(Error::unavailable("the local platform closed the connection")))
+        })
+    }
+
+    fn complete(&self, id: u64, result: Result<Bytes>) {
+        let reply = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+        if let Some(reply) = reply {
+            let _ = reply.send(result);
+        }
+    }
+
+    pub(crate) fn stats(&self) -> BackendStats {
+        BackendStats {
+            backend: BackendKind::Local,
+            max_workers: 0,
+            workers: 0,
+            cold_starts: 0,
+            invocations: self.next_call.load(Ordering::Relaxed) - 1,
+        }
+    }
+}
