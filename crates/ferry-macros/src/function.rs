@@ -10,22 +10,29 @@ use crate::options::FunctionOptions;
 
 pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = FunctionOptions::parse(args)?;
-    let function: ItemFn = syn::parse2(item).map_err(|e| {
-        syn::Error::new(e.span(), "`#[ferry::function]` goes on a free `fn` item")
-    })?;
+    let function: ItemFn = syn::parse2(item)
+        .map_err(|e| syn::Error::new(e.span(), "`#[ferry::function]` goes on a free `fn` item"))?;
     check_signature(&function)?;
     let params = collect_params(&function)?;
     let output = OutputKind::of(&function.sig.output);
 
     let fn_ident = &function.sig.ident;
     let vis = &function.vis;
-    let invocation = format_ident!("{}", upper_camel(&fn_ident.to_string()), span = fn_ident.span());
+    let invocation = format_ident!(
+        "{}",
+        upper_camel(&fn_ident.to_string()),
+        span = fn_ident.span()
+    );
     let name = options.name.clone().unwrap_or_else(|| fn_ident.to_string());
 
     let fields = params.iter().filter(|p| !p.is_context).map(|p| {
         let ident = &p.ident;
         let ty = &p.ty;
-        quote! { #vis #ident: #ty }
+        let doc = format!("The `{ident}` argument.");
+        quote! {
+            #[doc = #doc]
+            #vis #ident: #ty
+        }
     });
     let field_idents: Vec<_> = params
         .iter()
@@ -55,7 +62,11 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     });
 
     let (output_ty, output_name, into_outcome) = match &output {
-        OutputKind::Unit => (quote!(()), "()".to_owned(), quote!(::core::result::Result::Ok)),
+        OutputKind::Unit => (
+            quote!(()),
+            "()".to_owned(),
+            quote!(::core::result::Result::Ok),
+        ),
         OutputKind::Plain(ty) => (
             quote!(#ty),
             type_name(ty),
@@ -63,7 +74,7 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         ),
         OutputKind::Result { ty, ok } => (
             quote!(<#ty as ::ferry::__private::FnResult>::Ok),
-            ok.as_ref().map_or_else(|| type_name(ty), type_name),
+            ok.map_or_else(|| type_name(ty), type_name),
             quote!(::ferry::__private::FnResult::into_outcome),
         ),
     };
@@ -107,6 +118,13 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     Ok(quote! {
         #function
 
+        // Before the struct, so that a parameter that is not a serde type fails here first, with
+        // ferry's message, ahead of the errors of the serde derives below.
+        const _: () = {
+            #(#param_checks)*
+            #output_check
+        };
+
         #[doc = #doc]
         #[derive(::ferry::__private::serde::Serialize, ::ferry::__private::serde::Deserialize)]
         #[serde(crate = "::ferry::__private::serde")]
@@ -119,12 +137,6 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.debug_struct(::core::stringify!(#invocation)).finish_non_exhaustive()
                 }
-            }
-
-            #[allow(dead_code, clippy::all)]
-            fn __ferry_assert_serde_types() {
-                #(#param_checks)*
-                #output_check
             }
 
             impl ::ferry::Function for #invocation {
@@ -165,9 +177,20 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 fn check_signature(function: &ItemFn) -> syn::Result<()> {
     let sig = &function.sig;
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
-            "`#[ferry::function]` cannot be generic: a function invoked remotely needs one concrete signature",
+        let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
+        let only_lifetimes = sig
+            .generics
+            .params
+            .iter()
+            .all(|p| matches!(p, syn::GenericParam::Lifetime(_)));
+        let message = if only_lifetimes && where_clause.is_none() {
+            "`#[ferry::function]` cannot have lifetime parameters: arguments arrive over the wire and are deserialized into owned values"
+        } else {
+            "`#[ferry::function]` cannot be generic: a function invoked remotely needs one concrete signature"
+        };
+        return Err(syn::Error::new_spanned(
+            quote!(#generics #where_clause),
+            message,
         ));
     }
     if let Some(constness) = &sig.constness {
@@ -183,21 +206,21 @@ fn check_signature(function: &ItemFn) -> syn::Result<()> {
         ));
     }
     if let Some(abi) = &sig.abi {
-        return Err(syn::Error::new(
-            abi.span(),
+        return Err(syn::Error::new_spanned(
+            abi,
             "`#[ferry::function]` cannot have an `extern` ABI",
         ));
     }
     if let Some(variadic) = &sig.variadic {
-        return Err(syn::Error::new(
-            variadic.span(),
+        return Err(syn::Error::new_spanned(
+            variadic,
             "`#[ferry::function]` cannot be variadic",
         ));
     }
     if let ReturnType::Type(_, ty) = &sig.output {
         if let Type::ImplTrait(_) = **ty {
-            return Err(syn::Error::new(
-                ty.span(),
+            return Err(syn::Error::new_spanned(
+                ty,
                 "`#[ferry::function]` must name its return type: `impl Trait` cannot be sent over the wire",
             ));
         }
@@ -218,8 +241,8 @@ fn collect_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
     for input in &function.sig.inputs {
         let typed = match input {
             FnArg::Receiver(receiver) => {
-                return Err(syn::Error::new(
-                    receiver.span(),
+                return Err(syn::Error::new_spanned(
+                    receiver,
                     "`#[ferry::function]` cannot take `self`: write a free function and pass the value as a parameter",
                 ));
             }
@@ -228,8 +251,8 @@ fn collect_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
         let ident = match &*typed.pat {
             Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => pat.ident.clone(),
             other => {
-                return Err(syn::Error::new(
-                    other.span(),
+                return Err(syn::Error::new_spanned(
+                    other,
                     "`#[ferry::function]` parameters must be plain names such as `n: u32`: the name becomes the JSON field",
                 ));
             }
@@ -243,8 +266,8 @@ fn collect_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
         let (is_context, by_ref) = context_param(&typed.ty);
         if is_context {
             if seen_context {
-                return Err(syn::Error::new(
-                    typed.ty.span(),
+                return Err(syn::Error::new_spanned(
+                    &typed.ty,
                     "`#[ferry::function]` takes at most one `Context` parameter",
                 ));
             }
@@ -264,16 +287,16 @@ fn collect_params(function: &ItemFn) -> syn::Result<Vec<Param>> {
 
 fn check_param_type(ty: &Type) -> syn::Result<()> {
     match ty {
-        Type::Reference(_) => Err(syn::Error::new(
-            ty.span(),
+        Type::Reference(_) => Err(syn::Error::new_spanned(
+            ty,
             "`#[ferry::function]` parameters must be owned values (e.g. `String`, `Vec<T>`): arguments are deserialized into them",
         )),
-        Type::ImplTrait(_) => Err(syn::Error::new(
-            ty.span(),
+        Type::ImplTrait(_) => Err(syn::Error::new_spanned(
+            ty,
             "`#[ferry::function]` parameters cannot be `impl Trait`: name a concrete serde type",
         )),
-        Type::BareFn(_) | Type::TraitObject(_) => Err(syn::Error::new(
-            ty.span(),
+        Type::BareFn(_) | Type::TraitObject(_) => Err(syn::Error::new_spanned(
+            ty,
             "`#[ferry::function]` parameters must be data: functions and trait objects cannot be sent over the wire",
         )),
         _ => Ok(()),
@@ -302,20 +325,27 @@ fn is_context_path(ty: &Type) -> bool {
         .map(|s| s.ident.to_string())
         .collect();
     matches!(
-        segments.iter().map(String::as_str).collect::<Vec<_>>().as_slice(),
+        segments
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
         ["Context"] | ["ferry", "Context"]
     ) && path.path.segments.iter().all(|s| s.arguments.is_none())
 }
 
-enum OutputKind {
+enum OutputKind<'a> {
     Unit,
-    Plain(Type),
+    Plain(&'a Type),
     /// A type named `Result`: the error travels as a user error; `ok` is its first argument.
-    Result { ty: Type, ok: Option<Type> },
+    Result {
+        ty: &'a Type,
+        ok: Option<&'a Type>,
+    },
 }
 
-impl OutputKind {
-    fn of(output: &ReturnType) -> Self {
+impl<'a> OutputKind<'a> {
+    fn of(output: &'a ReturnType) -> Self {
         let ReturnType::Type(_, ty) = output else {
             return Self::Unit;
         };
@@ -330,20 +360,17 @@ impl OutputKind {
                     let ok = match &last.arguments {
                         PathArguments::AngleBracketed(args) => {
                             args.args.iter().find_map(|arg| match arg {
-                                GenericArgument::Type(t) => Some(t.clone()),
+                                GenericArgument::Type(t) => Some(t),
                                 _ => None,
                             })
                         }
                         _ => None,
                     };
-                    return Self::Result {
-                        ty: (**ty).clone(),
-                        ok,
-                    };
+                    return Self::Result { ty, ok };
                 }
             }
         }
-        Self::Plain((**ty).clone())
+        Self::Plain(ty)
     }
 }
 

@@ -2,34 +2,37 @@
 //! the host, a worker or a manifest request.
 
 use proc_macro2::TokenStream;
-use quote::quote;
-use syn::spanned::Spanned;
+use quote::{format_ident, quote};
 use syn::ItemFn;
 
 pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     if !args.is_empty() {
-        return Err(syn::Error::new(
-            args.span(),
+        return Err(syn::Error::new_spanned(
+            args,
             "`#[ferry::main]` takes no options: configure the program through `ferry::run` instead",
         ));
     }
-    let function: ItemFn = syn::parse2(item)?;
+    let function: ItemFn = syn::parse2(item)
+        .map_err(|e| syn::Error::new(e.span(), "`#[ferry::main]` goes on an `async fn main`"))?;
     let sig = &function.sig;
     if sig.asyncness.is_none() {
-        return Err(syn::Error::new(
-            sig.fn_token.span(),
+        let (fn_token, ident) = (&sig.fn_token, &sig.ident);
+        return Err(syn::Error::new_spanned(
+            quote!(#fn_token #ident),
             "`#[ferry::main]` needs an `async fn main`",
         ));
     }
-    if !sig.generics.params.is_empty() {
-        return Err(syn::Error::new(
-            sig.generics.span(),
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        let (generics, where_clause) = (&sig.generics, &sig.generics.where_clause);
+        return Err(syn::Error::new_spanned(
+            quote!(#generics #where_clause),
             "`#[ferry::main]` cannot be generic",
         ));
     }
     if sig.inputs.len() > 1 {
-        return Err(syn::Error::new(
-            sig.inputs.span(),
+        let extra = sig.inputs.iter().skip(1);
+        return Err(syn::Error::new_spanned(
+            quote!(#(#extra),*),
             "`#[ferry::main]` takes at most one parameter, the `ferry::Context`",
         ));
     }
@@ -52,4 +55,24 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             ::ferry::run(#entry)
         }
     })
+}
+
+/// The error, plus a `main` that compiles: the user's function, renamed and nested in it, still
+/// gets type-checked, and rustc does not add "`main` function not found" to our error.
+pub fn fallback(error: syn::Error, item: TokenStream) -> TokenStream {
+    let error = error.into_compile_error();
+    let Ok(mut function) = syn::parse2::<ItemFn>(item.clone()) else {
+        return quote!(#error #item);
+    };
+    let attrs = std::mem::take(&mut function.attrs);
+    let vis = std::mem::replace(&mut function.vis, syn::Visibility::Inherited);
+    let ident = std::mem::replace(&mut function.sig.ident, format_ident!("__ferry_main"));
+    quote! {
+        #error
+        #(#attrs)*
+        #vis fn #ident() -> ::std::process::ExitCode {
+            #function
+            ::std::process::ExitCode::FAILURE
+        }
+    }
 }

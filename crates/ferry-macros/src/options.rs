@@ -1,6 +1,7 @@
 //! The options of `#[ferry::function(...)]`, validated at compile time.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
+use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, MetaNameValue, Token};
@@ -29,18 +30,18 @@ impl FunctionOptions {
                 .get_ident()
                 .map(ToString::to_string)
                 .unwrap_or_default();
-            let span = pair.value_span();
+            let value = &pair.value;
             match key.as_str() {
                 "name" => {
                     let name = pair.string()?;
-                    validate_name(&name, span)?;
+                    validate_name(&name, value)?;
                     set_once(&mut options.name, name, &pair)?;
                 }
                 "memory_mb" => {
                     let mb = pair.positive_u32()?;
                     if !(16..=65_536).contains(&mb) {
-                        return Err(syn::Error::new(
-                            span,
+                        return Err(syn::Error::new_spanned(
+                            value,
                             "`memory_mb` must be between 16 and 65536",
                         ));
                     }
@@ -50,19 +51,24 @@ impl FunctionOptions {
                     let ms = match &pair.value {
                         Expr::Lit(ExprLit {
                             lit: Lit::Str(s), ..
-                        }) => parse_duration_ms(&s.value()).map_err(|m| syn::Error::new(span, m))?,
+                        }) => parse_duration_ms(&s.value()).map_err(|m| {
+                            syn::Error::new_spanned(value, format!("invalid `timeout`: {m}"))
+                        })?,
                         Expr::Lit(ExprLit {
                             lit: Lit::Int(i), ..
                         }) => i.base10_parse::<u64>()?.saturating_mul(1000),
                         _ => {
-                            return Err(syn::Error::new(
-                                span,
+                            return Err(syn::Error::new_spanned(
+                                value,
                                 "`timeout` takes a duration such as `\"30s\"`, `\"500ms\"` or `\"2m\"`",
                             ));
                         }
                     };
                     if ms == 0 {
-                        return Err(syn::Error::new(span, "`timeout` must be greater than zero"));
+                        return Err(syn::Error::new_spanned(
+                            value,
+                            "`timeout` must be greater than zero",
+                        ));
                     }
                     set_once(&mut options.timeout_ms, ms, &pair)?;
                 }
@@ -98,14 +104,15 @@ impl Parse for OptionList {
 }
 
 trait PairExt {
-    fn value_span(&self) -> Span;
+    fn key(&self) -> String;
     fn string(&self) -> syn::Result<String>;
     fn positive_u32(&self) -> syn::Result<u32>;
 }
 
 impl PairExt for MetaNameValue {
-    fn value_span(&self) -> Span {
-        syn::spanned::Spanned::span(&self.value)
+    fn key(&self) -> String {
+        let path = &self.path;
+        quote!(#path).to_string()
     }
 
     fn string(&self) -> syn::Result<String> {
@@ -113,7 +120,10 @@ impl PairExt for MetaNameValue {
             Expr::Lit(ExprLit {
                 lit: Lit::Str(s), ..
             }) => Ok(s.value()),
-            other => Err(syn::Error::new_spanned(other, "expected a string literal")),
+            other => Err(syn::Error::new_spanned(
+                other,
+                format!("`{}` takes a string literal", self.key()),
+            )),
         }
     }
 
@@ -125,12 +135,15 @@ impl PairExt for MetaNameValue {
             other => {
                 return Err(syn::Error::new_spanned(
                     other,
-                    "expected a positive integer literal",
+                    format!("`{}` takes a positive integer literal", self.key()),
                 ));
             }
         };
         if value == 0 {
-            return Err(syn::Error::new(self.value_span(), "must be greater than zero"));
+            return Err(syn::Error::new_spanned(
+                &self.value,
+                format!("`{}` must be greater than zero", self.key()),
+            ));
         }
         Ok(value)
     }
@@ -138,12 +151,15 @@ impl PairExt for MetaNameValue {
 
 fn set_once<T>(slot: &mut Option<T>, value: T, pair: &MetaNameValue) -> syn::Result<()> {
     if slot.replace(value).is_some() {
-        return Err(syn::Error::new_spanned(&pair.path, "option given twice"));
+        return Err(syn::Error::new_spanned(
+            &pair.path,
+            format!("`{}` is given twice", pair.key()),
+        ));
     }
     Ok(())
 }
 
-fn validate_name(name: &str, span: Span) -> syn::Result<()> {
+fn validate_name(name: &str, value: &Expr) -> syn::Result<()> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -153,8 +169,8 @@ fn validate_name(name: &str, span: Span) -> syn::Result<()> {
     if valid {
         Ok(())
     } else {
-        Err(syn::Error::new(
-            span,
+        Err(syn::Error::new_spanned(
+            value,
             "`name` must start with a letter and hold at most 64 ASCII letters, digits, `_` or `-` (platforms reject other names)",
         ))
     }
@@ -167,18 +183,16 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let value: u64 = digits
-        .parse()
-        .map_err(|_| format!("invalid duration `{text}`: expected e.g. `\"30s\"` or `\"500ms\"`"))?;
+    let value: u64 = digits.parse().map_err(|_| {
+        format!("expected a number and a unit such as `\"30s\"` or `\"500ms\"`, found `\"{text}\"`")
+    })?;
     let scale = match unit.trim() {
         "ms" => 1,
         "" | "s" => 1000,
         "m" | "min" => 60_000,
         "h" => 3_600_000,
         other => {
-            return Err(format!(
-                "invalid duration unit `{other}`: use `ms`, `s`, `m` or `h`"
-            ));
+            return Err(format!("unknown unit `{other}`; use `ms`, `s`, `m` or `h`"));
         }
     };
     Ok(value.saturating_mul(scale))

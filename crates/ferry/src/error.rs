@@ -210,10 +210,6 @@ impl Error {
         })
     }
 
-    pub(crate) fn crashed(reason: ExitReason) -> Self {
-        Self::new(ErrorKind::WorkerCrashed { reason })
-    }
-
     pub(crate) fn panic(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Panic {
             message: message.into(),
@@ -265,7 +261,9 @@ mod tests {
             error.to_string(),
             "function `app::f` bad input at `n`: invalid type: string \"x\", expected u32"
         );
-        let crashed = Error::crashed(ExitReason::Signal(libc::SIGABRT));
+        let crashed = Error::new(ErrorKind::WorkerCrashed {
+            reason: ExitReason::Signal(libc::SIGABRT),
+        });
         assert_eq!(
             crashed.to_string(),
             "worker crashed: killed by signal 6 (SIGABRT, aborted)"

@@ -92,3 +92,8 @@ pub use ferry_macros::main;
 pub mod prelude {
     pub use crate::{BackendKind, Codec, Context, Error, ErrorKind, Function, LocalConfig};
 }
+
+/// The README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
-use super::with_timeout;
+use super::{Placement, with_timeout};
 use crate::context::Invocation;
 use crate::wire::{Envelope, InvocationId};
 use crate::{Context, Function, Registry, Result};
@@ -27,7 +27,9 @@ pub(crate) async fn call<F: Function>(ctx: &Context, function: F, id: Invocation
         id,
         deadline: Instant::now() + limit,
     });
-    with_timeout(function.run(child), limit, descriptor.is_async).await.0
+    with_timeout(function.run(child), limit, descriptor.is_async, Placement::Spawned)
+        .await
+        .0
 }
 
 pub(crate) fn invoke(ctx: &Context, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
@@ -35,7 +37,7 @@ pub(crate) fn invoke(ctx: &Context, envelope: Envelope, payload: Bytes) -> BoxFu
     let ctx = ctx.clone();
     Box::pin(async move {
         let registration = Registry::global()?.lookup(&envelope.function)?;
-        let (result, _) = super::execute(&ctx, registration, &envelope, payload).await;
+        let (result, _) = super::execute(&ctx, registration, &envelope, payload, Placement::Spawned).await;
         result.map(Bytes::from)
     })
 }

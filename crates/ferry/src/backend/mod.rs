@@ -166,6 +166,7 @@ pub(crate) async fn execute(
     registration: &'static Registration,
     envelope: &Envelope,
     payload: Bytes,
+    placement: Placement,
 ) -> (Result<Vec<u8>>, Overrun) {
     let descriptor = registration.descriptor();
     let mut limit = descriptor.config.timeout;
@@ -178,17 +179,38 @@ pub(crate) async fn execute(
         deadline: Instant::now() + limit,
     });
     let body = registration.run(child, envelope.codec, payload);
-    let (result, overrun) = with_timeout(body, limit, descriptor.is_async).await;
+    let (result, overrun) = with_timeout(body, limit, descriptor.is_async, placement).await;
     let result = result.map_err(|e| e.in_function(descriptor.id).in_invocation(envelope.invocation));
     (result, overrun)
 }
 
-/// Runs `body` as its own task so it runs in parallel and cannot block the caller past `limit`.
+/// Where a body runs under [`with_timeout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// In the calling task: the caller is already a task of its own (a worker's request).
+    Here,
+    /// In a new task, so a caller driving many calls from one task gets parallelism.
+    Spawned,
+}
+
+/// Runs `body` under `limit`. Panics are already errors (the macro's wrappers catch them).
 pub(crate) async fn with_timeout<T: Send + 'static>(
     body: BoxFuture<'static, Result<T>>,
     limit: Duration,
     is_async: bool,
+    placement: Placement,
 ) -> (Result<T>, Overrun) {
+    let stuck = if is_async {
+        Overrun::No
+    } else {
+        Overrun::StuckThread
+    };
+    if placement == Placement::Here {
+        return match tokio::time::timeout(limit, body).await {
+            Ok(result) => (result, Overrun::No),
+            Err(_) => (Err(Error::timeout(limit)), stuck),
+        };
+    }
     let mut task = tokio::spawn(body);
     match tokio::time::timeout(limit, &mut task).await {
         Ok(Ok(result)) => (result, Overrun::No),
@@ -202,12 +224,7 @@ pub(crate) async fn with_timeout<T: Send + 'static>(
         ),
         Err(_) => {
             task.abort();
-            let overrun = if is_async {
-                Overrun::No
-            } else {
-                Overrun::StuckThread
-            };
-            (Err(Error::timeout(limit)), overrun)
+            (Err(Error::timeout(limit)), stuck)
         }
     }
 }

@@ -14,7 +14,7 @@ use tokio::io::BufReader;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::local::protocol::{self, Frame};
-use crate::backend::{Backend, BackendStats, Overrun};
+use crate::backend::{Backend, BackendStats, Overrun, Placement};
 use crate::wire::Envelope;
 use crate::{BackendKind, Context, Error, Registry, Result};
 
@@ -103,7 +103,9 @@ async fn run_one(
     payload: Bytes,
 ) -> (Result<Vec<u8>>, Overrun) {
     match registry.lookup(&envelope.function) {
-        Ok(registration) => crate::backend::execute(ctx, registration, envelope, payload).await,
+        Ok(registration) => {
+            crate::backend::execute(ctx, registration, envelope, payload, Placement::Here).await
+        }
         Err(error) => (Err(error), Overrun::No),
     }
 }

@@ -1,0 +1,6 @@
+#[ferry::function]
+fn shout(text: &str) -> String {
+    text.to_uppercase()
+}
+
+fn main() {}

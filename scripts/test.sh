@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, docs and every test of the workspace.
+# CI runs exactly this (.ci/run); so does a developer on a fresh clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+
+echo "== cargo test"
+cargo test --workspace --locked
