@@ -7,7 +7,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "ferry", version, about = "Single-source serverless functions for Rust")]
+#[command(
+    name = "ferry",
+    version,
+    about = "Single-source serverless functions for Rust"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

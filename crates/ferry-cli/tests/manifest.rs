@@ -64,7 +64,10 @@ fn lists_every_function_with_signature_and_config() {
     assert_eq!(sleep["timeout_ms"], 300);
     assert_eq!(sleep["async"], true);
     // A `Context` parameter is not an argument.
-    let fib = functions.iter().find(|f| f["id"] == "ferry_tests::fib").unwrap();
+    let fib = functions
+        .iter()
+        .find(|f| f["id"] == "ferry_tests::fib")
+        .unwrap();
     assert_eq!(fib["params"].as_array().unwrap().len(), 2);
     assert_eq!(fib["output"], "u64");
 }
@@ -87,12 +90,18 @@ fn refuses_programs_that_are_not_ferry_programs() {
     let output = ferry(&["manifest", "/bin/true"]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("`/bin/true` is not a ferry program"), "{stderr}");
+    assert!(
+        stderr.contains("`/bin/true` is not a ferry program"),
+        "{stderr}"
+    );
 
     let output = ferry(&["manifest", "/nonexistent/program"]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("cannot read `/nonexistent/program`"), "{stderr}");
+    assert!(
+        stderr.contains("cannot read `/nonexistent/program`"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -100,5 +109,11 @@ fn compact_output_is_one_line() {
     let path = workspace_binary("ferry-tests", "ferry-fixture");
     let output = ferry(&["manifest", "--compact", path.to_str().unwrap()]);
     assert!(output.status.success());
-    assert_eq!(String::from_utf8_lossy(&output.stdout).trim().lines().count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .lines()
+            .count(),
+        1
+    );
 }

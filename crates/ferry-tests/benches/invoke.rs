@@ -31,7 +31,11 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" | ")
     );
-    let _ = writeln!(report, "|---|---|---|---|{}", "---|".repeat(IN_FLIGHT.len()));
+    let _ = writeln!(
+        report,
+        "|---|---|---|---|{}",
+        "---|".repeat(IN_FLIGHT.len())
+    );
     for kind in [BackendKind::Inline, BackendKind::Local] {
         let row = runtime.block_on(measure(kind));
         let _ = writeln!(report, "{row}");
@@ -44,9 +48,9 @@ fn main() {
 
 async fn measure(kind: BackendKind) -> String {
     let ctx = match kind {
-        BackendKind::Local => Context::local(
-            LocalConfig::default().worker_exe(env!("CARGO_BIN_EXE_ferry-fixture")),
-        ),
+        BackendKind::Local => {
+            Context::local(LocalConfig::default().worker_exe(env!("CARGO_BIN_EXE_ferry-fixture")))
+        }
         other => Context::new(other),
     }
     .expect("backend");

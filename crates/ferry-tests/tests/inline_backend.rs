@@ -39,7 +39,10 @@ async fn errors_have_the_same_kinds_as_on_the_local_platform() {
     let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": "one", "b": 2}"#))
         .await
         .unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "a"), "{error}");
+    assert!(
+        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "a"),
+        "{error}"
+    );
     let error = bounded(ctx.invoke("missing", Codec::Json, ""))
         .await
         .unwrap_err();
@@ -50,8 +53,13 @@ async fn errors_have_the_same_kinds_as_on_the_local_platform() {
 async fn timeouts_apply_inline_too() {
     let ctx = inline();
     let started = Instant::now();
-    let error = bounded(ctx.call(SleepAsync { ms: 5_000 })).await.unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }), "{error}");
+    let error = bounded(ctx.call(SleepAsync { ms: 5_000 }))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
+        "{error}"
+    );
     assert!(started.elapsed() < Duration::from_secs(2));
 }
 
@@ -59,7 +67,9 @@ async fn timeouts_apply_inline_too() {
 async fn zero_parameter_function_runs_with_empty_object_and_no_body() {
     let ctx = inline();
     for body in ["{}", ""] {
-        let output = bounded(ctx.invoke("hello", Codec::Json, body)).await.unwrap();
+        let output = bounded(ctx.invoke("hello", Codec::Json, body))
+            .await
+            .unwrap();
         assert_eq!(&output[..], br#""hello from a worker""#);
     }
 }

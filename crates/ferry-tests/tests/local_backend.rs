@@ -58,7 +58,10 @@ async fn bad_json_names_the_field() {
     let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1"#))
         .await
         .unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::BadInput { .. }), "{error}");
+    assert!(
+        matches!(error.kind(), ErrorKind::BadInput { .. }),
+        "{error}"
+    );
 
     // The worker is fine afterwards.
     let sum = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#))
@@ -167,12 +170,16 @@ async fn segfault_fails_every_invocation_in_flight_on_that_worker() {
 async fn timeouts_end_invocations_without_hanging() {
     let ctx = local(1);
     let started = Instant::now();
-    let error = bounded(ctx.call(SleepAsync { ms: 5_000 })).await.unwrap_err();
+    let error = bounded(ctx.call(SleepAsync { ms: 5_000 }))
+        .await
+        .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
         "{error}"
     );
-    let error = bounded(ctx.call(SleepSync { ms: 5_000 })).await.unwrap_err();
+    let error = bounded(ctx.call(SleepSync { ms: 5_000 }))
+        .await
+        .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
         "{error}"
@@ -199,7 +206,10 @@ async fn a_thread_that_never_stops_gets_its_worker_replaced() {
     assert_ne!(before, after);
     let deadline = Instant::now() + Duration::from_secs(5);
     while ctx.stats().workers > 1 {
-        assert!(Instant::now() < deadline, "the stuck worker was never stopped");
+        assert!(
+            Instant::now() < deadline,
+            "the stuck worker was never stopped"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -343,7 +353,8 @@ async fn every_codec_reaches_the_worker() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_worker_binary_is_a_clear_error() {
-    let ctx = ferry::Context::local(LocalConfig::default().worker_exe("/nonexistent/worker")).unwrap();
+    let ctx =
+        ferry::Context::local(LocalConfig::default().worker_exe("/nonexistent/worker")).unwrap();
     let error = bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("/nonexistent/worker")),
@@ -357,7 +368,10 @@ async fn shutdown_stops_workers_and_refuses_new_work() {
     bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap();
     ctx.shutdown().await;
     let error = bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::Unavailable { .. }), "{error}");
+    assert!(
+        matches!(error.kind(), ErrorKind::Unavailable { .. }),
+        "{error}"
+    );
 }
 
 #[test]

@@ -122,7 +122,10 @@ impl Context {
     }
 
     /// Invokes `function` and waits for its output.
-    pub fn call<F: Function>(&self, function: F) -> impl Future<Output = Result<F::Output>> + Send + 'static {
+    pub fn call<F: Function>(
+        &self,
+        function: F,
+    ) -> impl Future<Output = Result<F::Output>> + Send + 'static {
         let ctx = self.clone();
         async move {
             let id = InvocationId::next();
@@ -135,9 +138,9 @@ impl Context {
                     let output = backend
                         .invoke(&ctx, envelope, Bytes::from(payload), Some(descriptor))
                         .await?;
-                    Codec::Binary.decode(&output).map_err(|e| {
-                        Error::protocol(format!("cannot decode the output: {e}"))
-                    })
+                    Codec::Binary
+                        .decode(&output)
+                        .map_err(|e| Error::protocol(format!("cannot decode the output: {e}")))
                 }
             };
             result.map_err(|e| e.in_function(descriptor.id).in_invocation(id))
@@ -181,7 +184,12 @@ impl Context {
 
     /// Invokes a function by id (or unique name) with encoded arguments and returns its encoded
     /// output: what `ferry invoke` and the HTTP transports do. An empty JSON body is `{}`.
-    pub async fn invoke(&self, function: &str, codec: Codec, arguments: impl Into<Bytes>) -> Result<Bytes> {
+    pub async fn invoke(
+        &self,
+        function: &str,
+        codec: Codec,
+        arguments: impl Into<Bytes>,
+    ) -> Result<Bytes> {
         let descriptor = Registry::global()
             .ok()
             .and_then(|r| r.lookup(function).ok())
@@ -227,7 +235,9 @@ impl Context {
     }
 
     fn progress_enabled(&self, total: usize, choice: Option<bool>) -> bool {
-        choice.unwrap_or_else(|| self.invocation().is_none() && total > 1 && crate::progress::wanted())
+        choice.unwrap_or_else(|| {
+            self.invocation().is_none() && total > 1 && crate::progress::wanted()
+        })
     }
 }
 
@@ -242,7 +252,8 @@ impl<T> Future for Handle<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<T>> {
         Pin::new(&mut self.join).poll(cx).map(|joined| {
-            joined.unwrap_or_else(|e| Err(Error::unavailable(format!("invocation task ended: {e}"))))
+            joined
+                .unwrap_or_else(|e| Err(Error::unavailable(format!("invocation task ended: {e}"))))
         })
     }
 }
@@ -372,7 +383,9 @@ impl<F: Function> Completions<F> {
 
     fn top_up(&mut self) {
         while self.running.len() < self.concurrency {
-            let Some(task) = self.pending.pop_front() else { break };
+            let Some(task) = self.pending.pop_front() else {
+                break;
+            };
             let index = self.next_index;
             self.next_index += 1;
             let call = self.ctx.call(task);

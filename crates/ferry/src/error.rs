@@ -221,7 +221,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.function, &self.invocation) {
             (Some(function), Some(invocation)) => {
-                write!(f, "function `{function}` (invocation {invocation}) {}", self.kind)
+                write!(
+                    f,
+                    "function `{function}` (invocation {invocation}) {}",
+                    self.kind
+                )
             }
             (Some(function), None) => write!(f, "function `{function}` {}", self.kind),
             (None, Some(invocation)) => write!(f, "invocation {invocation} {}", self.kind),
@@ -256,7 +260,8 @@ mod tests {
 
     #[test]
     fn messages_name_function_and_cause() {
-        let error = Error::bad_input("n", "invalid type: string \"x\", expected u32").in_function("app::f");
+        let error =
+            Error::bad_input("n", "invalid type: string \"x\", expected u32").in_function("app::f");
         assert_eq!(
             error.to_string(),
             "function `app::f` bad input at `n`: invalid type: string \"x\", expected u32"

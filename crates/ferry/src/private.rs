@@ -5,8 +5,8 @@ use std::fmt::Display;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
-pub use futures::future::BoxFuture;
 use futures::FutureExt;
+pub use futures::future::BoxFuture;
 pub use inventory;
 pub use serde;
 

@@ -36,12 +36,21 @@ impl Registration {
 
     /// Decodes the arguments, runs the body in this process and encodes the output.
     /// The caller applies the timeout.
-    pub(crate) fn run(&self, ctx: Context, codec: Codec, input: Bytes) -> BoxFuture<'static, Result<Vec<u8>>> {
+    pub(crate) fn run(
+        &self,
+        ctx: Context,
+        codec: Codec,
+        input: Bytes,
+    ) -> BoxFuture<'static, Result<Vec<u8>>> {
         (self.run)(ctx, codec, input)
     }
 }
 
-fn run_erased<F: Function>(ctx: Context, codec: Codec, input: Bytes) -> BoxFuture<'static, Result<Vec<u8>>> {
+fn run_erased<F: Function>(
+    ctx: Context,
+    codec: Codec,
+    input: Bytes,
+) -> BoxFuture<'static, Result<Vec<u8>>> {
     Box::pin(async move {
         let invocation: F = codec.decode_args(&input)?;
         let output = invocation.run(ctx).await?;
@@ -158,12 +167,22 @@ mod tests {
     #[test]
     fn duplicate_ids_name_both_definitions() {
         let error = Registry::build(
-            [registration("app::f", "f", 3), registration("app::f", "f", 9)].into_iter(),
+            [
+                registration("app::f", "f", 3),
+                registration("app::f", "f", 9),
+            ]
+            .into_iter(),
         )
         .unwrap_err();
         let message = error.to_string();
-        assert!(message.contains("duplicate function id `app::f`"), "{message}");
-        assert!(message.contains("src/lib.rs:3") && message.contains("src/lib.rs:9"), "{message}");
+        assert!(
+            message.contains("duplicate function id `app::f`"),
+            "{message}"
+        );
+        assert!(
+            message.contains("src/lib.rs:3") && message.contains("src/lib.rs:9"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -179,7 +198,13 @@ mod tests {
         .unwrap();
         assert_eq!(registry.lookup("app::a::f").unwrap().descriptor().line, 1);
         assert_eq!(registry.lookup("g").unwrap().descriptor().id, "app::g");
-        assert!(registry.lookup("f").unwrap_err().to_string().contains("ambiguous"));
+        assert!(
+            registry
+                .lookup("f")
+                .unwrap_err()
+                .to_string()
+                .contains("ambiguous")
+        );
         assert!(matches!(
             registry.lookup("nope").unwrap_err().kind(),
             ErrorKind::UnknownFunction { .. }

@@ -77,7 +77,8 @@ impl InvocationId {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);
             // The high 24 bits differ between processes; the low 40 count (10^12 ids).
-            (splitmix(nanos ^ u64::from(std::process::id()).rotate_left(32)) & 0xFFFF_FF00_0000_0000)
+            (splitmix(nanos ^ u64::from(std::process::id()).rotate_left(32))
+                & 0xFFFF_FF00_0000_0000)
                 | 1
         });
         Self(base.wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed)))

@@ -29,7 +29,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 /// Reads the manifest of a ferry program.
 pub fn read(binary: &Path) -> anyhow::Result<Manifest> {
-    let bytes = std::fs::read(binary).with_context(|| format!("cannot read `{}`", binary.display()))?;
+    let bytes =
+        std::fs::read(binary).with_context(|| format!("cannot read `{}`", binary.display()))?;
     if memchr::memmem::find(&bytes, ferry::manifest::PROGRAM_MARKER.as_bytes()).is_none() {
         bail!(
             "`{}` is not a ferry program (built with ferry {} or compatible): it has no ferry manifest",

@@ -18,7 +18,11 @@ pub(crate) fn invocations() -> u64 {
     INVOCATIONS.load(Ordering::Relaxed)
 }
 
-pub(crate) async fn call<F: Function>(ctx: &Context, function: F, id: InvocationId) -> Result<F::Output> {
+pub(crate) async fn call<F: Function>(
+    ctx: &Context,
+    function: F,
+    id: InvocationId,
+) -> Result<F::Output> {
     INVOCATIONS.fetch_add(1, Ordering::Relaxed);
     let descriptor = F::DESCRIPTOR;
     let limit = descriptor.config.timeout;
@@ -27,17 +31,27 @@ pub(crate) async fn call<F: Function>(ctx: &Context, function: F, id: Invocation
         id,
         deadline: Instant::now() + limit,
     });
-    with_timeout(function.run(child), limit, descriptor.is_async, Placement::Spawned)
-        .await
-        .0
+    with_timeout(
+        function.run(child),
+        limit,
+        descriptor.is_async,
+        Placement::Spawned,
+    )
+    .await
+    .0
 }
 
-pub(crate) fn invoke(ctx: &Context, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
+pub(crate) fn invoke(
+    ctx: &Context,
+    envelope: Envelope,
+    payload: Bytes,
+) -> BoxFuture<'static, Result<Bytes>> {
     INVOCATIONS.fetch_add(1, Ordering::Relaxed);
     let ctx = ctx.clone();
     Box::pin(async move {
         let registration = Registry::global()?.lookup(&envelope.function)?;
-        let (result, _) = super::execute(&ctx, registration, &envelope, payload, Placement::Spawned).await;
+        let (result, _) =
+            super::execute(&ctx, registration, &envelope, payload, Placement::Spawned).await;
         result.map(Bytes::from)
     })
 }

@@ -180,7 +180,10 @@ pub(crate) async fn execute(
     });
     let body = registration.run(child, envelope.codec, payload);
     let (result, overrun) = with_timeout(body, limit, descriptor.is_async, placement).await;
-    let result = result.map_err(|e| e.in_function(descriptor.id).in_invocation(envelope.invocation));
+    let result = result.map_err(|e| {
+        e.in_function(descriptor.id)
+            .in_invocation(envelope.invocation)
+    });
     (result, overrun)
 }
 
@@ -215,11 +218,15 @@ pub(crate) async fn with_timeout<T: Send + 'static>(
     match tokio::time::timeout(limit, &mut task).await {
         Ok(Ok(result)) => (result, Overrun::No),
         Ok(Err(joined)) if joined.is_panic() => (
-            Err(Error::panic(crate::error::panic_message(&*joined.into_panic()))),
+            Err(Error::panic(crate::error::panic_message(
+                &*joined.into_panic(),
+            ))),
             Overrun::No,
         ),
         Ok(Err(joined)) => (
-            Err(Error::unavailable(format!("invocation task ended: {joined}"))),
+            Err(Error::unavailable(format!(
+                "invocation task ended: {joined}"
+            ))),
             Overrun::No,
         ),
         Err(_) => {

@@ -139,7 +139,10 @@ mod tests {
             let bytes = codec.encode(&sample()).unwrap();
             assert_eq!(codec.decode::<Args>(&bytes).unwrap(), sample(), "{codec}");
             let bytes = codec.encode(&Choice::Tuple(-1, "t".into())).unwrap();
-            assert_eq!(codec.decode::<Choice>(&bytes).unwrap(), Choice::Tuple(-1, "t".into()));
+            assert_eq!(
+                codec.decode::<Choice>(&bytes).unwrap(),
+                Choice::Tuple(-1, "t".into())
+            );
             let bytes = codec.encode(&Choice::Unit).unwrap();
             assert_eq!(codec.decode::<Choice>(&bytes).unwrap(), Choice::Unit);
         }
@@ -165,8 +168,12 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         let error = Codec::Json.decode::<Inner>(b"{}").unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::BadInput { message, .. } if message.contains("missing field `depth`")));
-        let error = Codec::Json.decode::<Inner>(b"{\"depth\": 1} trailing").unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::BadInput { message, .. } if message.contains("missing field `depth`"))
+        );
+        let error = Codec::Json
+            .decode::<Inner>(b"{\"depth\": 1} trailing")
+            .unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::BadInput { .. }));
     }
 
@@ -183,9 +190,17 @@ mod tests {
     #[test]
     fn truncated_binary_is_bad_input() {
         let bytes = Codec::Binary.encode(&sample()).unwrap();
-        let error = Codec::Binary.decode::<Args>(&bytes[..bytes.len() - 3]).unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::BadInput { .. }), "{error}");
+        let error = Codec::Binary
+            .decode::<Args>(&bytes[..bytes.len() - 3])
+            .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::BadInput { .. }),
+            "{error}"
+        );
         let error = Codec::BinaryInJson.decode::<Args>(b"\"%%%\"").unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::BadInput { .. }), "{error}");
+        assert!(
+            matches!(error.kind(), ErrorKind::BadInput { .. }),
+            "{error}"
+        );
     }
 }

@@ -29,7 +29,8 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
         return ExitCode::from(2);
     }
     // SAFETY: fd 3 is open (checked above) and handed to this process for this purpose alone.
-    let socket = unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::backend::local::WORKER_FD) };
+    let socket =
+        unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::backend::local::WORKER_FD) };
     let runtime = match crate::run::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -46,7 +47,10 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     std::process::exit(0);
 }
 
-async fn serve_socket(registry: &'static Registry, socket: std::os::unix::net::UnixStream) -> std::io::Result<()> {
+async fn serve_socket(
+    registry: &'static Registry,
+    socket: std::os::unix::net::UnixStream,
+) -> std::io::Result<()> {
     socket.set_nonblocking(true)?;
     let (read, write) = tokio::net::UnixStream::from_std(socket)?.into_split();
     let (frames, queued) = mpsc::unbounded_channel::<Bytes>();
@@ -89,7 +93,10 @@ async fn serve_socket(registry: &'static Registry, socket: std::os::unix::net::U
                 ));
             }
             Err(error) => {
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, error.to_string()));
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    error.to_string(),
+                ));
             }
         }
     }
@@ -119,7 +126,11 @@ pub(crate) struct ParentLink {
 }
 
 impl ParentLink {
-    pub(crate) fn invoke(&self, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
+    pub(crate) fn invoke(
+        &self,
+        envelope: Envelope,
+        payload: Bytes,
+    ) -> BoxFuture<'static, Result<Bytes>> {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, outcome) = oneshot::channel();
         let sent = protocol::request(id, &envelope, &payload).and_then(|frame| {
@@ -133,9 +144,11 @@ impl ParentLink {
         });
         Box::pin(async move {
             sent?;
-            outcome
-                .await
-                .unwrap_or_else(|_| Err(Error::unavailable("the local platform closed the connection")))
+            outcome.await.unwrap_or_else(|_| {
+                Err(Error::unavailable(
+                    "the local platform closed the connection",
+                ))
+            })
         })
     }
 

@@ -26,7 +26,9 @@ use tokio::sync::{mpsc, oneshot};
 use self::protocol::Frame;
 use super::BackendStats;
 use crate::wire::Envelope;
-use crate::{BackendKind, Error, ErrorKind, ExitReason, FunctionConfig, FunctionDescriptor, Registry, Result};
+use crate::{
+    BackendKind, Error, ErrorKind, ExitReason, FunctionConfig, FunctionDescriptor, Registry, Result,
+};
 
 /// Settings of the local platform.
 #[derive(Debug, Clone)]
@@ -109,11 +111,11 @@ impl LocalConfig {
 
 fn env_number(name: &str) -> Result<Option<u64>> {
     match std::env::var(name) {
-        Ok(text) if !text.trim().is_empty() => text
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| Error::config(format!("`{name}` must be a whole number, not `{text}`"))),
+        Ok(text) if !text.trim().is_empty() => {
+            text.trim().parse().map(Some).map_err(|_| {
+                Error::config(format!("`{name}` must be a whole number, not `{text}`"))
+            })
+        }
         _ => Ok(None),
     }
 }
@@ -132,7 +134,9 @@ impl Drop for LocalBackend {
 impl LocalBackend {
     pub(crate) fn new(config: LocalConfig) -> Result<Self> {
         if config.max_workers == 0 {
-            return Err(Error::config("the local platform needs at least one worker"));
+            return Err(Error::config(
+                "the local platform needs at least one worker",
+            ));
         }
         let exe = match &config.worker_exe {
             Some(exe) => exe.clone(),
@@ -300,7 +304,9 @@ impl State {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn stats(&self) -> BackendStats {
@@ -563,10 +569,13 @@ impl Shared {
         let idle = self.config.idle_timeout;
         let mut state = self.lock();
         for worker in &mut state.workers {
-            if worker.kill_reason.is_some() && worker.frames.is_none() && worker.inflight.is_empty() {
+            if worker.kill_reason.is_some() && worker.frames.is_none() && worker.inflight.is_empty()
+            {
                 continue;
             }
-            if let (Some(limit_mb), Some(used)) = (self.memory_limit_mb, worker::rss_bytes(worker.pid)) {
+            if let (Some(limit_mb), Some(used)) =
+                (self.memory_limit_mb, worker::rss_bytes(worker.pid))
+            {
                 let used_mb = used >> 20;
                 if used_mb > limit_mb {
                     worker.kill(KillReason::OutOfMemory { limit_mb, used_mb });

@@ -69,12 +69,16 @@ fn check_size(size: usize) -> Result<()> {
 pub(crate) fn request(id: u64, envelope: &Envelope, payload: &[u8]) -> Result<Bytes> {
     check_size(payload.len())?;
     let header = Codec::Binary.encode(envelope)?;
-    Ok(frame(TAG_REQUEST, 12 + header.len() + payload.len(), |buf| {
-        buf.put_u64_le(id);
-        buf.put_u32_le(header.len() as u32);
-        buf.put_slice(&header);
-        buf.put_slice(payload);
-    }))
+    Ok(frame(
+        TAG_REQUEST,
+        12 + header.len() + payload.len(),
+        |buf| {
+            buf.put_u64_le(id);
+            buf.put_u32_le(header.len() as u32);
+            buf.put_slice(&header);
+            buf.put_slice(payload);
+        },
+    ))
 }
 
 pub(crate) fn response(id: u64, result: &Result<impl AsRef<[u8]>>) -> Bytes {
@@ -104,7 +108,9 @@ pub(crate) fn hello(pid: u32) -> Bytes {
 }
 
 pub(crate) fn retire(reason: &str) -> Bytes {
-    frame(TAG_RETIRE, reason.len(), |buf| buf.put_slice(reason.as_bytes()))
+    frame(TAG_RETIRE, reason.len(), |buf| {
+        buf.put_slice(reason.as_bytes())
+    })
 }
 
 /// Parses a frame read by [`read_frame`] (tag and body, without the length).
@@ -139,8 +145,9 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
             let id = frame.get_u64_le();
             let result = match frame.get_u8() {
                 0 => Ok(frame),
-                _ => Err(serde_json::from_slice::<Error>(&frame)
-                    .unwrap_or_else(|e| Error::protocol(format!("unreadable error from a worker: {e}")))),
+                _ => Err(serde_json::from_slice::<Error>(&frame).unwrap_or_else(|e| {
+                    Error::protocol(format!("unreadable error from a worker: {e}"))
+                })),
             };
             Ok(Frame::Response { id, result })
         }
@@ -155,7 +162,9 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
 }
 
 /// Reads one frame; `None` at a clean end of stream.
-pub(crate) async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> std::io::Result<Option<Bytes>> {
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<Bytes>> {
     let len = match reader.read_u32_le().await {
         Ok(len) => len as usize,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
@@ -173,7 +182,10 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> std::io:
 }
 
 /// Writes queued frames, flushing whenever the queue runs dry so bursts share a syscall.
-pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(writer: W, mut frames: mpsc::UnboundedReceiver<Bytes>) {
+pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut frames: mpsc::UnboundedReceiver<Bytes>,
+) {
     let mut writer = BufWriter::with_capacity(64 * 1024, writer);
     while let Some(frame) = frames.recv().await {
         if writer.write_all(&frame).await.is_err() {
@@ -204,8 +216,11 @@ mod tests {
     #[test]
     fn frames_round_trip() {
         let envelope = Envelope::new("app::f", Codec::Json);
-        let Frame::Request { id, envelope: e, payload } =
-            decode(strip_length(request(7, &envelope, b"{\"n\":1}").unwrap())).unwrap()
+        let Frame::Request {
+            id,
+            envelope: e,
+            payload,
+        } = decode(strip_length(request(7, &envelope, b"{\"n\":1}").unwrap())).unwrap()
         else {
             panic!("not a request")
         };
@@ -218,7 +233,8 @@ mod tests {
         assert_eq!((id, &result.unwrap()[..]), (9, &b"42"[..]));
 
         let failed: Result<&[u8]> = Err(Error::panic("boom"));
-        let Frame::Response { result, .. } = decode(strip_length(response(9, &failed))).unwrap() else {
+        let Frame::Response { result, .. } = decode(strip_length(response(9, &failed))).unwrap()
+        else {
             panic!("not a response")
         };
         assert_eq!(result.unwrap_err(), Error::panic("boom"));

@@ -1,0 +1,157 @@
+//! Recursive Fibonacci where functions invoke functions: the Fibonacci benchmark of Cppless.
+//!
+//! Above a cutoff, every call invokes its two subproblems remotely and adds their results; at or
+//! below it, the call computes in-process. It shows nested invocations (a function's `Context`
+//! reaches the same platform as the host's), not speedup: the work per invocation is tiny.
+//!
+//! ```text
+//! cargo run --release -p fib -- --n 20 --tasks 100
+//! cargo run --release -p fib -- --backend inline --n 25 --json
+//! ```
+
+use std::time::Instant;
+
+use anyhow::ensure;
+use clap::Parser;
+use ferry::{BackendKind, Context};
+use serde_json::json;
+
+#[derive(Debug, Parser)]
+#[command(about = "Computes Fibonacci numbers with recursive ferry invocations")]
+struct Args {
+    /// Where the invocations run.
+    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
+    backend: BackendKind,
+    /// Which Fibonacci number (at most 92, so that the check fits a u64).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=92))]
+    n: u32,
+    /// Target number of invocations: the cutoff is chosen to come closest to it.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    tasks: u64,
+    /// Skip the sequential in-process baseline.
+    #[arg(long)]
+    skip_sequential: bool,
+    /// Print a JSON summary as the last line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The `n`th Fibonacci number, invoking itself for `n - 1` and `n - 2` while `n > cutoff`.
+///
+/// A parent keeps its slot on a worker while it awaits its children, so one instance must run
+/// many invocations at once: with `concurrency = 1`, every worker would soon hold a waiting
+/// parent, the children would queue behind them, and the recursion would stall until timeouts
+/// fired.
+#[ferry::function(concurrency = 1000, timeout = "120s")]
+async fn fib(ctx: Context, n: u32, cutoff: u32) -> ferry::Result<u64> {
+    // A cutoff of at least 1 keeps `n - 2` from underflowing.
+    if n <= cutoff.max(1) {
+        return Ok(fib_sequential(n));
+    }
+    let left = ctx.spawn(Fib { n: n - 1, cutoff });
+    let right = ctx.call(Fib { n: n - 2, cutoff }).await?;
+    Ok(left.await? + right)
+}
+
+/// Plain recursive Fibonacci.
+fn fib_sequential(n: u32) -> u64 {
+    if n < 2 {
+        u64::from(n)
+    } else {
+        fib_sequential(n - 1) + fib_sequential(n - 2)
+    }
+}
+
+/// Fibonacci by iteration, to check the result.
+fn fib_iterative(n: u32) -> u64 {
+    (0..n).fold((0u64, 1u64), |(a, b), _| (b, a + b)).0
+}
+
+/// Invocations `fib(n, cutoff)` makes, counting itself: one per call above the cutoff and one per
+/// leaf.
+fn invocations(n: u32, cutoff: u32) -> u64 {
+    let cutoff = cutoff.max(1);
+    // R(k - 2) and R(k - 1) as k runs up to n; R(k) = 1 for every k <= cutoff.
+    let (mut before, mut last) = (1u64, 1u64);
+    for k in 0..=n {
+        let count = if k <= cutoff {
+            1
+        } else {
+            1u64.saturating_add(last).saturating_add(before)
+        };
+        (before, last) = (last, count);
+    }
+    last
+}
+
+/// The cutoff whose invocation count is closest to `tasks` (the smaller count on a tie).
+fn cutoff_for(n: u32, tasks: u64) -> u32 {
+    let closeness = |count: u64| (count.abs_diff(tasks), count);
+    let mut best = (n.max(1), 1);
+    // Counts grow as the cutoff falls: stop at the first one that reaches the target.
+    for cutoff in (1..=n.max(1)).rev() {
+        let count = invocations(n, cutoff);
+        if closeness(count) < closeness(best.1) {
+            best = (cutoff, count);
+        }
+        if count >= tasks {
+            break;
+        }
+    }
+    best.0
+}
+
+#[ferry::main]
+async fn main() -> anyhow::Result<()> {
+    // `ferry::run` hands `main` a context for `FERRY_BACKEND`; this program lets `--backend` decide.
+    let args = Args::parse();
+    let ctx = Context::new(args.backend)?;
+    let cutoff = cutoff_for(args.n, args.tasks);
+    let task_count = invocations(args.n, cutoff);
+
+    let sequential = (!args.skip_sequential).then(|| {
+        let start = Instant::now();
+        let value = fib_sequential(args.n);
+        (value, start.elapsed().as_secs_f64())
+    });
+
+    let start = Instant::now();
+    let value = ctx.call(Fib { n: args.n, cutoff }).await?;
+    let seconds = start.elapsed().as_secs_f64();
+
+    let stats = ctx.stats();
+    let speedup = sequential.map(|(_, sequential_seconds)| sequential_seconds / seconds);
+    println!("fib({}) = {value}", args.n);
+    println!("tasks: {task_count} invocations (cutoff {cutoff})");
+    if let (Some((_, sequential_seconds)), Some(speedup)) = (sequential, speedup) {
+        println!("sequential: {sequential_seconds:.6} s");
+        println!("{}: {seconds:.6} s (speedup {speedup:.3}x)", args.backend);
+    } else {
+        println!("{}: {seconds:.6} s", args.backend);
+    }
+    println!(
+        "backend: {}, workers: {}, cold starts: {}",
+        stats.backend, stats.max_workers, stats.cold_starts
+    );
+    if args.json {
+        let summary = json!({
+            "result": value,
+            "tasks": task_count,
+            "seconds": seconds,
+            "sequential_seconds": sequential.map(|(_, s)| s),
+            "speedup": speedup,
+            "backend": stats.backend.name(),
+            "workers": stats.max_workers,
+            "cold_starts": stats.cold_starts,
+        });
+        println!("{summary}");
+    }
+
+    let expected = fib_iterative(args.n);
+    ensure!(
+        value == expected,
+        "fib({}) is {expected}, but the run returned {value}",
+        args.n
+    );
+    Ok(())
+}
