@@ -158,3 +158,15 @@ pub async fn noop() {}
 pub fn byte_len(data: Vec<u8>) -> usize {
     data.len()
 }
+
+/// Sleeps `ms` and returns the most invocations of itself that overlapped in this process.
+#[ferry::function(concurrency = 2)]
+pub fn overlap(ms: u64) -> u32 {
+    static RUNNING: AtomicU32 = AtomicU32::new(0);
+    static PEAK: AtomicU32 = AtomicU32::new(0);
+    let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+    PEAK.fetch_max(now, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(ms));
+    RUNNING.fetch_sub(1, Ordering::SeqCst);
+    PEAK.load(Ordering::SeqCst)
+}

@@ -289,6 +289,18 @@ async fn workers_start_on_demand_up_to_the_maximum() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_holds_in_the_worker_even_with_work_sent_ahead() {
+    let ctx = local_with(LocalConfig::default().max_workers(1).prefetch(4));
+    let started = Instant::now();
+    let peaks = bounded(ctx.map((0..8).map(|_| Overlap { ms: 60 })))
+        .await
+        .unwrap();
+    // Two at a time: four rounds of 60 ms, never three at once.
+    assert_eq!(peaks.iter().max(), Some(&2), "{peaks:?}");
+    assert!(started.elapsed() >= Duration::from_millis(240));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_workers_are_reaped_and_restarted_cold() {
     let ctx = local_with(
         LocalConfig::default()

@@ -111,10 +111,19 @@ fn print_manifest() -> ExitCode {
 }
 
 pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("ferry")
-        .build()
+    runtime_with_threads(None)
+}
+
+/// A multi-thread runtime; `None` threads means tokio's default (one per core, or
+/// `TOKIO_WORKER_THREADS`).
+pub(crate) fn runtime_with_threads(
+    threads: Option<usize>,
+) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = threads {
+        builder.worker_threads(threads.max(1));
+    }
+    builder.enable_all().thread_name("ferry").build()
 }
 
 /// `FERRY_LOG` (e.g. `debug`, `ferry=trace`) turns on logs to stderr; quiet otherwise.

@@ -85,9 +85,10 @@ impl std::fmt::Display for BackendKind {
 pub struct BackendStats {
     /// The backend.
     pub backend: BackendKind,
-    /// Most workers it may run at once (1 for `inline`: the calling process).
+    /// Most workers it may run at once. For `inline`, the cores of the calling process, whose
+    /// threads run the bodies.
     pub max_workers: usize,
-    /// Workers alive now.
+    /// Workers alive now (`inline`: the calling process, 1).
     pub workers: usize,
     /// Worker processes started (each one a cold start).
     pub cold_starts: u64,
@@ -119,7 +120,7 @@ impl Backend {
         match self {
             Self::Inline => BackendStats {
                 backend: BackendKind::Inline,
-                max_workers: 1,
+                max_workers: std::thread::available_parallelism().map_or(1, usize::from),
                 workers: 1,
                 cold_starts: 0,
                 invocations: inline::invocations(),

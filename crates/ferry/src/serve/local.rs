@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use tokio::io::BufReader;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::backend::local::protocol::{self, Frame};
 use crate::backend::{Backend, BackendStats, Overrun, Placement};
@@ -31,7 +31,10 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     // SAFETY: fd 3 is open (checked above) and handed to this process for this purpose alone.
     let socket =
         unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::backend::local::WORKER_FD) };
-    let runtime = match crate::run::runtime() {
+    let threads = std::env::var("FERRY_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let runtime = match crate::run::runtime_with_threads(threads) {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the worker runtime: {error}");
@@ -61,6 +64,7 @@ async fn serve_socket(
         next_call: AtomicU64::new(1),
     });
     let ctx = Context::with_backend(Backend::Parent(parent.clone()));
+    let slots = Arc::new(Slots::default());
     let _ = frames.send(protocol::hello(std::process::id()));
 
     let mut reader = BufReader::with_capacity(64 * 1024, read);
@@ -73,9 +77,12 @@ async fn serve_socket(
             }) => {
                 let frames = frames.clone();
                 let ctx = ctx.clone();
+                let slots = slots.clone();
                 tokio::spawn(async move {
-                    let (result, overrun) = run_one(registry, &ctx, &envelope, payload).await;
-                    let _ = frames.send(protocol::response(id, &result));
+                    let (result, overrun) =
+                        run_one(registry, &slots, &ctx, &envelope, payload).await;
+                    // Retire first: the platform must stop sending here before the caller,
+                    // woken by the response, sends its next call.
                     if overrun == Overrun::StuckThread {
                         let reason = format!(
                             "`{}` overran its timeout on a thread that cannot be stopped",
@@ -83,6 +90,7 @@ async fn serve_socket(
                         );
                         let _ = frames.send(protocol::retire(&reason));
                     }
+                    let _ = frames.send(protocol::response(id, &result));
                 });
             }
             Ok(Frame::Response { id, result }) => parent.complete(id, result),
@@ -105,15 +113,42 @@ async fn serve_socket(
 
 async fn run_one(
     registry: &'static Registry,
+    slots: &Slots,
     ctx: &Context,
     envelope: &Envelope,
     payload: Bytes,
 ) -> (Result<Vec<u8>>, Overrun) {
-    match registry.lookup(&envelope.function) {
-        Ok(registration) => {
-            crate::backend::execute(ctx, registration, envelope, payload, Placement::Here).await
-        }
-        Err(error) => (Err(error), Overrun::No),
+    let registration = match registry.lookup(&envelope.function) {
+        Ok(registration) => registration,
+        Err(error) => return (Err(error), Overrun::No),
+    };
+    // The platform may send work ahead (prefetch): it waits here for one of the function's slots,
+    // and its timeout starts when it runs.
+    let _slot = slots.acquire(registration.descriptor()).await;
+    crate::backend::execute(ctx, registration, envelope, payload, Placement::Here).await
+}
+
+/// Per-function concurrency of this worker: each function's `concurrency` runs at once.
+#[derive(Default)]
+struct Slots {
+    by_function: Mutex<HashMap<&'static str, Arc<Semaphore>>>,
+}
+
+impl Slots {
+    async fn acquire(
+        &self,
+        descriptor: &'static crate::FunctionDescriptor,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let semaphore = self
+            .by_function
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(descriptor.id)
+            .or_insert_with(|| {
+                Arc::new(Semaphore::new(descriptor.config.concurrency.max(1) as usize))
+            })
+            .clone();
+        semaphore.acquire_owned().await.ok()
     }
 }
 

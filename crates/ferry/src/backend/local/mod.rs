@@ -47,6 +47,11 @@ pub struct LocalConfig {
     /// How long past its timeout an invocation may stay unanswered before its worker is deemed
     /// stuck and killed.
     pub unresponsive_grace: Duration,
+    /// Invocations a worker may hold beyond a function's `concurrency`, waiting in the worker to
+    /// start the moment a running one ends (`FERRY_LOCAL_PREFETCH`; default 1). Without it a
+    /// worker idles for a round trip through the host between tasks; more than 1 only helps
+    /// very short tasks and makes the tail of a fan-out less even.
+    pub prefetch: u32,
 }
 
 impl Default for LocalConfig {
@@ -57,6 +62,7 @@ impl Default for LocalConfig {
             worker_exe: None,
             memory_limit_mb: None,
             unresponsive_grace: Duration::from_secs(2),
+            prefetch: 1,
         }
     }
 }
@@ -73,6 +79,9 @@ impl LocalConfig {
         }
         if let Some(mb) = env_number("FERRY_LOCAL_MEMORY_MB")? {
             config.memory_limit_mb = Some(mb);
+        }
+        if let Some(prefetch) = env_number("FERRY_LOCAL_PREFETCH")? {
+            config.prefetch = u32::try_from(prefetch).unwrap_or(u32::MAX);
         }
         if let Some(exe) = std::env::var_os("FERRY_WORKER_EXE").filter(|v| !v.is_empty()) {
             config.worker_exe = Some(PathBuf::from(exe));
@@ -98,6 +107,13 @@ impl LocalConfig {
     #[must_use]
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
         self.idle_timeout = idle;
+        self
+    }
+
+    /// Sets [`prefetch`](Self::prefetch).
+    #[must_use]
+    pub fn prefetch(mut self, n: u32) -> Self {
+        self.prefetch = n;
         self
     }
 
@@ -233,6 +249,8 @@ struct Inflight {
     reply: Reply,
     dispatched: Instant,
     timeout: Duration,
+    /// Longest the worker may take to answer: queued behind prefetched work, then run.
+    answer_within: Duration,
 }
 
 #[derive(Clone, Copy)]
@@ -272,17 +290,17 @@ impl State {
         self.workers.iter().filter(|w| !w.retiring).count()
     }
 
-    /// The least-loaded live worker with room for one more invocation of `function`.
-    fn pick(&self, function: &str, limits: Limits) -> Option<usize> {
+    /// The least-loaded live worker holding fewer than `capacity` invocations of `function`.
+    fn pick(&self, function: &str, capacity: u32) -> Option<usize> {
         self.workers
             .iter()
             .enumerate()
-            .filter(|(_, w)| !w.retiring && w.load(function) < limits.concurrency)
+            .filter(|(_, w)| !w.retiring && w.load(function) < capacity)
             .min_by_key(|(_, w)| w.inflight.len())
             .map(|(index, _)| index)
     }
 
-    fn assign(&mut self, index: usize, job: Job) {
+    fn assign(&mut self, index: usize, job: Job, prefetch: u32) {
         let worker = &mut self.workers[index];
         *worker.per_function.entry(job.function.clone()).or_insert(0) += 1;
         worker.last_active = Instant::now();
@@ -297,6 +315,7 @@ impl State {
                 reply: job.reply,
                 dispatched: Instant::now(),
                 timeout: job.limits.timeout,
+                answer_within: job.limits.timeout * (1 + prefetch),
             },
         );
     }
@@ -367,9 +386,10 @@ impl Shared {
         }
     }
 
-    /// Dispatches queued invocations of `function` while some worker has room, starting workers
-    /// while fewer than `max_workers` run.
+    /// Dispatches queued invocations of `function`: to a worker with a free slot, else to a new
+    /// worker while fewer than `max_workers` run, else as prefetch to a busy worker.
     fn pump(self: &Arc<Self>, state: &mut State, function: &Arc<str>) {
+        let prefetch = self.config.prefetch;
         loop {
             let Some(limits) = state
                 .queues
@@ -379,7 +399,8 @@ impl Shared {
             else {
                 return;
             };
-            let index = match state.pick(function, limits) {
+            let free_slot = state.pick(function, limits.concurrency);
+            let index = match free_slot {
                 Some(index) => index,
                 None if state.live_workers() < self.config.max_workers => {
                     match self.start_worker(state) {
@@ -395,12 +416,15 @@ impl Shared {
                         }
                     }
                 }
-                None => return,
+                None => match state.pick(function, limits.concurrency.saturating_add(prefetch)) {
+                    Some(index) => index,
+                    None => return,
+                },
             };
             let Some(job) = state.queues.get_mut(function).and_then(VecDeque::pop_front) else {
                 return;
             };
-            state.assign(index, job);
+            state.assign(index, job, prefetch);
         }
     }
 
@@ -585,7 +609,7 @@ impl Shared {
             let overdue = worker
                 .inflight
                 .iter()
-                .find(|(_, i)| now.duration_since(i.dispatched) > i.timeout + grace)
+                .find(|(_, i)| now.duration_since(i.dispatched) > i.answer_within + grace)
                 .map(|(slot, i)| (*slot, i.timeout));
             if let Some((overdue_slot, limit)) = overdue {
                 worker.kill(KillReason::Unresponsive {
