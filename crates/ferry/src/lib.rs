@@ -41,6 +41,7 @@ mod progress;
 mod registry;
 mod run;
 mod serve;
+pub mod summary;
 pub mod wire;
 
 #[doc(hidden)]

@@ -24,7 +24,7 @@ impl Progress {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{spinner} {pos}/{len} invocations [{bar:40}] {per_sec} eta {eta}",
+                    "{spinner} {pos}/{len} invocations [{bar:40}] {elapsed} elapsed, eta {eta}",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),

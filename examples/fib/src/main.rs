@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
+use ferry::summary::FanOutSummary;
 use ferry::{BackendKind, Context};
-use serde_json::json;
 
 #[derive(Debug, Parser)]
 #[command(about = "Computes Fibonacci numbers with recursive ferry invocations")]
@@ -119,33 +119,16 @@ async fn main() -> anyhow::Result<()> {
     let value = ctx.call(Fib { n: args.n, cutoff }).await?;
     let seconds = start.elapsed().as_secs_f64();
 
-    let stats = ctx.stats();
-    let speedup = sequential.map(|(_, sequential_seconds)| sequential_seconds / seconds);
     println!("fib({}) = {value}", args.n);
-    println!("tasks: {task_count} invocations (cutoff {cutoff})");
-    if let (Some((_, sequential_seconds)), Some(speedup)) = (sequential, speedup) {
-        println!("sequential: {sequential_seconds:.6} s");
-        println!("{}: {seconds:.6} s (speedup {speedup:.3}x)", args.backend);
-    } else {
-        println!("{}: {seconds:.6} s", args.backend);
-    }
-    println!(
-        "backend: {}, workers: {}, cold starts: {}",
-        stats.backend, stats.max_workers, stats.cold_starts
-    );
-    if args.json {
-        let summary = json!({
-            "result": value,
-            "tasks": task_count,
-            "seconds": seconds,
-            "sequential_seconds": sequential.map(|(_, s)| s),
-            "speedup": speedup,
-            "backend": stats.backend.name(),
-            "workers": stats.max_workers,
-            "cold_starts": stats.cold_starts,
-        });
-        println!("{summary}");
-    }
+    println!("cutoff: {cutoff}");
+    FanOutSummary::new(
+        value,
+        task_count,
+        seconds,
+        sequential.map(|(_, s)| s),
+        &ctx.stats(),
+    )
+    .print(args.json);
 
     let expected = fib_iterative(args.n);
     ensure!(

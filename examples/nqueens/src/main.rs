@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
+use ferry::summary::FanOutSummary;
 use ferry::{BackendKind, Context};
-use serde_json::json;
 
 #[derive(Debug, Parser)]
 #[command(about = "Counts N-Queens solutions with one ferry invocation per board prefix")]
@@ -140,33 +140,16 @@ async fn main() -> anyhow::Result<()> {
     let solutions: u64 = ctx.map(tasks).await?.into_iter().sum();
     let seconds = start.elapsed().as_secs_f64();
 
-    let stats = ctx.stats();
-    let speedup = sequential.map(|(_, sequential_seconds)| sequential_seconds / seconds);
     println!("{}-queens: {solutions} solutions", args.n);
-    println!("tasks: {task_count} (prefixes of {depth} rows)");
-    if let (Some((_, sequential_seconds)), Some(speedup)) = (sequential, speedup) {
-        println!("sequential: {sequential_seconds:.3} s");
-        println!("{}: {seconds:.3} s (speedup {speedup:.2}x)", args.backend);
-    } else {
-        println!("{}: {seconds:.3} s", args.backend);
-    }
-    println!(
-        "backend: {}, workers: {}, cold starts: {}",
-        stats.backend, stats.max_workers, stats.cold_starts
-    );
-    if args.json {
-        let summary = json!({
-            "result": solutions,
-            "tasks": task_count,
-            "seconds": seconds,
-            "sequential_seconds": sequential.map(|(_, s)| s),
-            "speedup": speedup,
-            "backend": stats.backend.name(),
-            "workers": stats.max_workers,
-            "cold_starts": stats.cold_starts,
-        });
-        println!("{summary}");
-    }
+    println!("prefixes of {depth} rows");
+    FanOutSummary::new(
+        solutions,
+        task_count as u64,
+        seconds,
+        sequential.map(|(_, s)| s),
+        &ctx.stats(),
+    )
+    .print(args.json);
 
     if let Some((sequential_solutions, _)) = sequential {
         ensure!(

@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
+use ferry::summary::FanOutSummary;
 use ferry::{BackendKind, Context};
-use serde_json::json;
 
 #[derive(Debug, Parser)]
 #[command(about = "Estimates π by Monte-Carlo sampling spread over ferry invocations")]
@@ -113,37 +113,20 @@ async fn main() -> anyhow::Result<()> {
 
     let estimate = 4.0 * hits as f64 / args.samples as f64;
     let error = (estimate - PI).abs();
-    let stats = ctx.stats();
-    let speedup = sequential.map(|(_, sequential_seconds)| sequential_seconds / seconds);
 
     println!(
         "pi ≈ {estimate:.9} (error {error:.2e}, tolerance {:.2e})",
         tolerance(args.samples)
     );
-    println!("samples: {} over {} tasks", args.samples, args.tasks);
-    if let (Some((_, sequential_seconds)), Some(speedup)) = (sequential, speedup) {
-        println!("sequential: {sequential_seconds:.3} s");
-        println!("{}: {seconds:.3} s (speedup {speedup:.2}x)", args.backend);
-    } else {
-        println!("{}: {seconds:.3} s", args.backend);
-    }
-    println!(
-        "backend: {}, workers: {}, cold starts: {}",
-        stats.backend, stats.max_workers, stats.cold_starts
-    );
-    if args.json {
-        let summary = json!({
-            "result": estimate,
-            "tasks": args.tasks,
-            "seconds": seconds,
-            "sequential_seconds": sequential.map(|(_, s)| s),
-            "speedup": speedup,
-            "backend": stats.backend.name(),
-            "workers": stats.max_workers,
-            "cold_starts": stats.cold_starts,
-        });
-        println!("{summary}");
-    }
+    println!("samples: {}", args.samples);
+    FanOutSummary::new(
+        estimate,
+        args.tasks,
+        seconds,
+        sequential.map(|(_, s)| s),
+        &ctx.stats(),
+    )
+    .print(args.json);
 
     if let Some((sequential_hits, _)) = sequential {
         ensure!(
