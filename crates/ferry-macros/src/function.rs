@@ -34,10 +34,15 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             #vis #ident: #ty
         }
     });
-    let field_idents: Vec<_> = params
+    // Bindings get their own names, so a parameter may share its function's name.
+    let field_bindings: Vec<_> = params
         .iter()
         .filter(|p| !p.is_context)
-        .map(|p| &p.ident)
+        .map(|p| {
+            let ident = &p.ident;
+            let binding = argument_binding(ident);
+            quote!(#ident: #binding)
+        })
         .collect();
     let call_args = params.iter().map(|p| {
         if p.is_context {
@@ -47,8 +52,8 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 quote!(::core::clone::Clone::clone(&__ferry_ctx))
             }
         } else {
-            let ident = &p.ident;
-            quote!(#ident)
+            let binding = argument_binding(&p.ident);
+            quote!(#binding)
         }
     });
     let param_checks = params.iter().filter(|p| !p.is_context).map(|p| {
@@ -162,7 +167,7 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     self,
                     __ferry_ctx: ::ferry::Context,
                 ) -> ::ferry::__private::BoxFuture<'static, ::ferry::Result<Self::Output>> {
-                    let Self { #(#field_idents),* } = self;
+                    let Self { #(#field_bindings),* } = self;
                     #body
                 }
             }
@@ -372,6 +377,16 @@ impl<'a> OutputKind<'a> {
         }
         Self::Plain(ty)
     }
+}
+
+/// The local that holds argument `ident` inside the generated `run`.
+fn argument_binding(ident: &syn::Ident) -> syn::Ident {
+    let name = ident.to_string();
+    format_ident!(
+        "__ferry_arg_{}",
+        name.trim_start_matches("r#"),
+        span = ident.span()
+    )
 }
 
 /// `count_queens` → `CountQueens`.

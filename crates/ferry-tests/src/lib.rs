@@ -170,3 +170,39 @@ pub fn overlap(ms: u64) -> u32 {
     RUNNING.fetch_sub(1, Ordering::SeqCst);
     PEAK.load(Ordering::SeqCst)
 }
+
+/// Starts a long-lived program, then aborts: the program must not keep the worker's socket.
+#[ferry::function]
+pub fn spawn_then_abort() -> u32 {
+    let _sleeper = std::process::Command::new("sleep").arg("30").spawn();
+    std::process::abort()
+}
+
+/// An output whose serialization panics: outside the body, inside the worker.
+#[derive(Debug, Deserialize)]
+pub struct UnserializableOutput;
+
+impl Serialize for UnserializableOutput {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        panic!("this output refuses to be serialized")
+    }
+}
+
+/// Returns an output that panics while it is encoded.
+#[ferry::function(concurrency = 8)]
+pub fn panic_in_output() -> UnserializableOutput {
+    UnserializableOutput
+}
+
+/// Milliseconds left before this invocation's deadline.
+#[ferry::function(concurrency = 64)]
+pub fn remaining_ms(ctx: &Context) -> u64 {
+    ctx.remaining()
+        .map_or(u64::MAX, |left| left.as_millis() as u64)
+}
+
+/// Asks a function with a 60 s timeout how long it has: no longer than this 2 s caller.
+#[ferry::function(timeout = "2s", concurrency = 8)]
+pub async fn nested_remaining(ctx: Context) -> ferry::Result<u64> {
+    ctx.call(RemainingMs {}).await
+}

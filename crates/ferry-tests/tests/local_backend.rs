@@ -386,6 +386,93 @@ async fn shutdown_stops_workers_and_refuses_new_work() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn programs_started_by_a_function_do_not_hide_its_crash() {
+    let ctx = local(1);
+    let started = Instant::now();
+    let error = bounded(ctx.call(SpawnThenAbort {})).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::WorkerCrashed { .. }),
+        "{error}"
+    );
+    // The `sleep 30` it started holds no copy of the worker's socket.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_while_encoding_the_output_is_answered() {
+    let ctx = local(1);
+    let sleeper = ctx.spawn(SleepAsync { ms: 200 });
+    let started = Instant::now();
+    let error = bounded(ctx.call(PanicInOutput {})).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Panic { message } if message.contains("refuses to be serialized")),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // Its neighbour on the same worker is unharmed.
+    assert_eq!(bounded(sleeper).await.unwrap(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_calls_inherit_the_callers_deadline() {
+    let ctx = local(2);
+    let left = bounded(ctx.call(NestedRemaining {})).await.unwrap();
+    assert!(
+        left <= 2_000,
+        "a nested call had {left} ms, more than its 2 s caller"
+    );
+    // A top-level call has the function's own 60 s.
+    assert!(bounded(ctx.call(RemainingMs {})).await.unwrap() > 50_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_cold_start_does_not_count_against_timeouts() {
+    // A worker that takes 3 s to start, serving a function with a 300 ms timeout.
+    let dir = std::env::temp_dir().join(format!("ferry-slow-start-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("slow-worker.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nsleep 3\nexec {} \"$@\"\n",
+            env!("CARGO_BIN_EXE_ferry-fixture")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let ctx =
+        ferry::Context::local(LocalConfig::default().max_workers(1).worker_exe(&script)).unwrap();
+    assert_eq!(bounded(ctx.call(SleepSync { ms: 10 })).await.unwrap(), 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_context_outlives_the_runtime_that_first_used_it() {
+    let ctx = local(1);
+    let first = tokio::runtime::Runtime::new().unwrap();
+    assert_eq!(
+        first
+            .block_on(bounded(ctx.call(Add { a: 1, b: 1 })))
+            .unwrap(),
+        2
+    );
+    drop(first);
+    // The workers died with the first runtime's tasks; a second runtime gets fresh ones.
+    let second = tokio::runtime::Runtime::new().unwrap();
+    assert_eq!(
+        second
+            .block_on(bounded(ctx.call(Add { a: 2, b: 2 })))
+            .unwrap(),
+        4
+    );
+    assert_eq!(ctx.stats().cold_starts, 2);
+}
+
 #[test]
 fn duplicate_function_ids_fail_start_up() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_duplicate-ids"))

@@ -206,6 +206,9 @@ impl Context {
 
     /// Per-process state of type `T`, created by `init` the first time any invocation in this
     /// process asks for it and shared by every later one (a warm instance reuses it).
+    ///
+    /// State is keyed by its type, like request extensions: two functions asking for a `u32`
+    /// share one. Give each piece of state its own type (`struct ModelCache(..)`).
     pub fn instance<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
         type Slot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
         static STATE: OnceLock<Mutex<HashMap<TypeId, Slot>>> = OnceLock::new();
@@ -230,7 +233,17 @@ impl Context {
     fn envelope(&self, function: &str, id: InvocationId, codec: Codec) -> Envelope {
         let mut envelope = Envelope::new(function, codec);
         envelope.invocation = id;
-        envelope.parent = self.invocation().map(|i| i.id);
+        if let Some(invocation) = self.invocation() {
+            // A nested call cannot outlive the invocation that waits for it.
+            envelope.parent = Some(invocation.id);
+            let remaining = invocation
+                .deadline
+                .saturating_duration_since(Instant::now());
+            envelope.deadline_ms = Some(
+                crate::wire::unix_ms()
+                    .saturating_add(u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX)),
+            );
+        }
         envelope
     }
 

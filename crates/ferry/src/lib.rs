@@ -77,12 +77,17 @@ pub use run::{ROLE_VAR, Role, run};
 /// - Parameters and the return type are serde types; the body may be sync (it runs on a
 ///   blocking thread) or `async`.
 /// - Returning `Result<T, E>` with `E: Display` makes `Err(e)` a [`ErrorKind::User`] error.
+///   The macro recognises the return type by its last path segment being `Result`
+///   (`Result`, `std::result::Result`, `ferry::Result`, `anyhow::Result`); behind another alias
+///   the `Result` itself becomes the output, errors included.
 /// - A parameter of type [`Context`] (or `&Context`) receives the invocation's context, so the
 ///   function can invoke functions; it is not part of the invocation type.
 /// - Options: `name` (default: the fn name), `memory_mb` (256), `timeout` (`"60s"`),
 ///   `concurrency` (1: invocations one instance runs at once).
 /// - The id is the module path plus the name (`my_crate::solver::count-queens`): stable across
 ///   builds and machines.
+/// - The invocation type is named after the function in UpperCamelCase and lives next to it;
+///   a `use` of another item with that name in the same module conflicts with it.
 pub use ferry_macros::function;
 
 /// Sugar for [`run`]: `#[ferry::main] async fn main(ctx: Context) -> R` becomes

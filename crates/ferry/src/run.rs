@@ -9,6 +9,9 @@ use crate::{Context, Registry};
 /// Environment variable that selects the role of the process.
 pub const ROLE_VAR: &str = "FERRY_ROLE";
 pub(crate) const ROLE_LOCAL_WORKER: &str = "local-worker";
+/// Set by the local platform on the workers it starts: a process whose parent is not that host
+/// merely inherited the role (a function started a program) and runs as a host.
+pub(crate) const HOST_PID_VAR: &str = "FERRY_LOCAL_HOST_PID";
 pub(crate) const ROLE_MANIFEST: &str = "manifest";
 
 /// What this process was started as.
@@ -28,6 +31,7 @@ impl Role {
     pub fn from_env() -> Result<Self, String> {
         match std::env::var(ROLE_VAR).as_deref() {
             Err(_) | Ok("" | "host") => Ok(Self::Host),
+            Ok(ROLE_LOCAL_WORKER) if inherited_worker_role() => Ok(Self::Host),
             Ok(ROLE_LOCAL_WORKER) => Ok(Self::LocalWorker),
             Ok(ROLE_MANIFEST) => Ok(Self::Manifest),
             Ok(other) => Err(format!(
@@ -35,6 +39,20 @@ impl Role {
             )),
         }
     }
+}
+
+/// Whether `FERRY_ROLE=local-worker` reached this process through a worker's child rather than
+/// from the platform itself.
+fn inherited_worker_role() -> bool {
+    let Some(host) = std::env::var(HOST_PID_VAR)
+        .ok()
+        .and_then(|pid| pid.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    u32::try_from(parent).ok() != Some(host)
 }
 
 /// Runs a ferry program: as the host it builds a [`Context`] from the environment
@@ -63,12 +81,7 @@ where
     };
     match role {
         Role::Manifest => print_manifest(),
-        Role::LocalWorker => {
-            // The role is this process's alone: programs the functions start are hosts again.
-            // SAFETY: no other thread exists yet; nothing reads the environment concurrently.
-            unsafe { std::env::remove_var(ROLE_VAR) };
-            crate::serve::local::serve(registry)
-        }
+        Role::LocalWorker => crate::serve::local::serve(registry),
         Role::Host => {
             let runtime = match runtime() {
                 Ok(runtime) => runtime,

@@ -25,7 +25,10 @@ pub(crate) async fn call<F: Function>(
 ) -> Result<F::Output> {
     INVOCATIONS.fetch_add(1, Ordering::Relaxed);
     let descriptor = F::DESCRIPTOR;
-    let limit = descriptor.config.timeout;
+    // A nested call cannot outlive the invocation that waits for it.
+    let limit = ctx.remaining().map_or(descriptor.config.timeout, |left| {
+        left.min(descriptor.config.timeout)
+    });
     let child = ctx.for_invocation(Invocation {
         function: descriptor.id.to_owned(),
         id,

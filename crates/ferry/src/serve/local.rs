@@ -8,7 +8,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::panic::AssertUnwindSafe;
+
 use bytes::Bytes;
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::io::BufReader;
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -28,6 +31,16 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    // Programs the functions start must not inherit the socket: they would keep it open after
+    // this worker dies, and the platform would not notice the death.
+    // SAFETY: plain fcntl on a descriptor checked above.
+    unsafe {
+        libc::fcntl(
+            crate::backend::local::WORKER_FD,
+            libc::F_SETFD,
+            libc::FD_CLOEXEC,
+        )
+    };
     // SAFETY: fd 3 is open (checked above) and handed to this process for this purpose alone.
     let socket =
         unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::backend::local::WORKER_FD) };
@@ -79,8 +92,17 @@ async fn serve_socket(
                 let ctx = ctx.clone();
                 let slots = slots.clone();
                 tokio::spawn(async move {
+                    // Arguments are decoded and outputs encoded outside the body's own guard, by
+                    // the user's serde impls: a panic there still gets an answer.
                     let (result, overrun) =
-                        run_one(registry, &slots, &ctx, &envelope, payload).await;
+                        AssertUnwindSafe(run_one(registry, &slots, &ctx, &envelope, payload))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|payload| {
+                                let message = crate::error::panic_message(&*payload);
+                                let error = Error::panic(message).in_function(&envelope.function);
+                                (Err(error), Overrun::No)
+                            });
                     // Retire first: the platform must stop sending here before the caller,
                     // woken by the response, sends its next call.
                     if overrun == Overrun::StuckThread {

@@ -233,7 +233,12 @@ struct Limits {
 
 struct Worker {
     id: u64,
+    /// 0 once the process may have been reaped: no signal may be sent to a reused pid.
     pid: u32,
+    started: Instant,
+    /// Said hello: until then, time spent starting does not count against invocations.
+    ready: bool,
+    stopped_at: Option<Instant>,
     /// `None` once the worker is asked to leave: closing the socket makes it exit.
     frames: Option<mpsc::UnboundedSender<Bytes>>,
     inflight: HashMap<u64, Inflight>,
@@ -257,8 +262,22 @@ struct Inflight {
 enum KillReason {
     OutOfMemory { limit_mb: u64, used_mb: u64 },
     Unresponsive { overdue_slot: u64, limit: Duration },
+    NeverStarted,
     Stopped,
 }
+
+/// How a worker ended, as its reader task saw it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ending {
+    Exited(ExitReason),
+    /// The async runtime that drove the worker's tasks shut down.
+    RuntimeGone,
+}
+
+/// How long a new worker may take to say hello before it is killed.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a stopped worker may take to exit before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Worker {
     fn load(&self, function: &str) -> u32 {
@@ -270,9 +289,12 @@ impl Worker {
             self.kill_reason = Some(reason);
         }
         self.retiring = true;
-        // SAFETY: plain syscall; the pid is ours and not yet reaped (the reader task reaps it).
-        unsafe {
-            libc::kill(self.pid as libc::pid_t, libc::SIGKILL);
+        if self.pid != 0 {
+            // SAFETY: plain syscall. The pid is our child and not yet reaped: the reader task
+            // sets it to 0 (under the state lock) before it reaps.
+            unsafe {
+                libc::kill(self.pid as libc::pid_t, libc::SIGKILL);
+            }
         }
     }
 
@@ -281,6 +303,7 @@ impl Worker {
         if self.kill_reason.is_none() {
             self.kill_reason = Some(KillReason::Stopped);
         }
+        self.stopped_at.get_or_insert_with(Instant::now);
         self.frames = None;
     }
 }
@@ -300,14 +323,20 @@ impl State {
             .map(|(index, _)| index)
     }
 
-    fn assign(&mut self, index: usize, job: Job, prefetch: u32) {
+    /// Sends `job` to the worker; gives it back if the worker can no longer take it.
+    fn assign(&mut self, index: usize, job: Job, prefetch: u32) -> Result<(), Job> {
         let worker = &mut self.workers[index];
+        let sent = worker
+            .frames
+            .as_ref()
+            .is_some_and(|frames| frames.send(job.frame.clone()).is_ok());
+        if !sent {
+            // Its writer is gone (its runtime shut down, or it is exiting): retire it.
+            worker.kill(KillReason::Stopped);
+            return Err(job);
+        }
         *worker.per_function.entry(job.function.clone()).or_insert(0) += 1;
         worker.last_active = Instant::now();
-        if let Some(frames) = &worker.frames {
-            // A closed channel means the worker is exiting: its exit fails this invocation.
-            let _ = frames.send(job.frame);
-        }
         worker.inflight.insert(
             job.slot,
             Inflight {
@@ -315,9 +344,13 @@ impl State {
                 reply: job.reply,
                 dispatched: Instant::now(),
                 timeout: job.limits.timeout,
-                answer_within: job.limits.timeout * (1 + prefetch),
+                answer_within: job
+                    .limits
+                    .timeout
+                    .saturating_mul(prefetch.saturating_add(1)),
             },
         );
+        Ok(())
     }
 }
 
@@ -424,7 +457,12 @@ impl Shared {
             let Some(job) = state.queues.get_mut(function).and_then(VecDeque::pop_front) else {
                 return;
             };
-            state.assign(index, job, prefetch);
+            if let Err(job) = state.assign(index, job, prefetch) {
+                // That worker is retired now; the next round picks another.
+                if let Some(queue) = state.queues.get_mut(function) {
+                    queue.push_front(job);
+                }
+            }
         }
     }
 
@@ -455,6 +493,9 @@ impl Shared {
         state.workers.push(Worker {
             id,
             pid: started.pid,
+            started: Instant::now(),
+            ready: false,
+            stopped_at: None,
             frames: Some(started.frames),
             inflight: HashMap::new(),
             per_function: HashMap::new(),
@@ -511,7 +552,18 @@ impl Shared {
                     }
                 });
             }
-            Frame::Hello { pid } => tracing::trace!(worker = worker_id, pid, "local worker ready"),
+            Frame::Hello { pid } => {
+                let mut state = self.lock();
+                if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
+                    tracing::trace!(worker = worker_id, pid, started_in = ?worker.started.elapsed(), "local worker ready");
+                    worker.ready = true;
+                    // Invocations sent while it started count from now.
+                    let now = Instant::now();
+                    for inflight in worker.inflight.values_mut() {
+                        inflight.dispatched = now;
+                    }
+                }
+            }
             Frame::Retire { reason } => {
                 tracing::debug!(worker = worker_id, %reason, "local worker retires");
                 let mut state = self.lock();
@@ -526,40 +578,69 @@ impl Shared {
         }
     }
 
-    fn on_exit(self: &Arc<Self>, worker_id: u64, reason: ExitReason) {
+    /// The reader saw the socket close and is about to reap the process: its pid must no
+    /// longer be signalled or inspected.
+    fn on_exiting(&self, worker_id: u64) {
+        let mut state = self.lock();
+        if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
+            worker.pid = 0;
+            worker.retiring = true;
+        }
+    }
+
+    fn on_exit(self: &Arc<Self>, worker_id: u64, ending: Ending) {
         let mut state = self.lock();
         let Some(index) = state.workers.iter().position(|w| w.id == worker_id) else {
             return;
         };
         let worker = state.workers.swap_remove(index);
+        let reason = match ending {
+            Ending::Exited(reason) => reason,
+            Ending::RuntimeGone => ExitReason::Unknown,
+        };
         if !worker.inflight.is_empty() || worker.kill_reason.is_none() {
-            tracing::warn!(worker = worker_id, pid = worker.pid, %reason, in_flight = worker.inflight.len(), "local worker ended");
+            tracing::warn!(worker = worker_id, %reason, in_flight = worker.inflight.len(), "local worker ended");
         }
         let failures: Vec<(Reply, Error)> = worker
             .inflight
             .into_iter()
             .map(|(slot, inflight)| {
-                let kind = match worker.kill_reason {
-                    Some(KillReason::OutOfMemory { limit_mb, used_mb }) => {
+                let kind = match (ending, worker.kill_reason) {
+                    (Ending::RuntimeGone, _) => ErrorKind::Unavailable {
+                        message: "the async runtime that drove this worker shut down".to_owned(),
+                    },
+                    (_, Some(KillReason::NeverStarted)) => ErrorKind::Unavailable {
+                        message: format!(
+                            "the worker did not start within {} s",
+                            START_TIMEOUT.as_secs()
+                        ),
+                    },
+                    (_, Some(KillReason::OutOfMemory { limit_mb, used_mb })) => {
                         ErrorKind::OutOfMemory { limit_mb, used_mb }
                     }
-                    Some(KillReason::Unresponsive {
-                        overdue_slot,
-                        limit,
-                    }) if overdue_slot == slot => Error::timeout(limit).kind().clone(),
-                    Some(KillReason::Unresponsive { .. }) => ErrorKind::WorkerCrashed {
+                    (
+                        _,
+                        Some(KillReason::Unresponsive {
+                            overdue_slot,
+                            limit,
+                        }),
+                    ) if overdue_slot == slot => Error::timeout(limit).kind().clone(),
+                    (_, Some(KillReason::Unresponsive { .. })) => ErrorKind::WorkerCrashed {
                         reason: ExitReason::Unresponsive,
                     },
-                    Some(KillReason::Stopped) => ErrorKind::Unavailable {
+                    (_, Some(KillReason::Stopped)) => ErrorKind::Unavailable {
                         message: "the worker was stopped while the invocation ran".to_owned(),
                     },
-                    None => ErrorKind::WorkerCrashed { reason },
+                    (_, None) => ErrorKind::WorkerCrashed { reason },
                 };
                 let error = Error::new(kind).in_function(&inflight.function);
                 (inflight.reply, error)
             })
             .collect();
-        self.pump_all(&mut state);
+        // A runtime that is shutting down cannot start workers; the next call will.
+        if matches!(ending, Ending::Exited(_)) {
+            self.pump_all(&mut state);
+        }
         drop(state);
         for (reply, error) in failures {
             let _ = reply.send(Err(error));
@@ -570,9 +651,10 @@ impl Shared {
         if state.monitor_running {
             return;
         }
-        state.monitor_running = true;
         let weak: Weak<Self> = Arc::downgrade(self);
         tokio::spawn(async move {
+            // However the task ends (even dropped with its runtime), the next call restarts it.
+            let _running = MonitorGuard(weak.clone());
             let mut tick = tokio::time::interval(Duration::from_millis(50));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -583,6 +665,7 @@ impl Shared {
                 }
             }
         });
+        state.monitor_running = true;
     }
 
     /// One round of the monitor: memory limits, stuck invocations, idle workers.
@@ -593,8 +676,24 @@ impl Shared {
         let idle = self.config.idle_timeout;
         let mut state = self.lock();
         for worker in &mut state.workers {
+            if worker.pid == 0 {
+                continue; // exiting: its reader reports the end
+            }
+            if worker
+                .stopped_at
+                .is_some_and(|stopped| now.duration_since(stopped) > STOP_TIMEOUT)
+            {
+                worker.kill(KillReason::Stopped);
+                continue;
+            }
             if worker.kill_reason.is_some() && worker.frames.is_none() && worker.inflight.is_empty()
             {
+                continue;
+            }
+            if !worker.ready {
+                if now.duration_since(worker.started) > START_TIMEOUT {
+                    worker.kill(KillReason::NeverStarted);
+                }
                 continue;
             }
             if let (Some(limit_mb), Some(used)) =
@@ -609,7 +708,8 @@ impl Shared {
             let overdue = worker
                 .inflight
                 .iter()
-                .find(|(_, i)| now.duration_since(i.dispatched) > i.answer_within + grace)
+                .filter(|(_, i)| now.duration_since(i.dispatched) > i.answer_within + grace)
+                .min_by_key(|(_, i)| i.dispatched)
                 .map(|(slot, i)| (*slot, i.timeout));
             if let Some((overdue_slot, limit)) = overdue {
                 worker.kill(KillReason::Unresponsive {
@@ -641,6 +741,17 @@ impl Shared {
             let _ = job
                 .reply
                 .send(Err(Error::unavailable("the local platform shut down")));
+        }
+    }
+}
+
+/// Clears `monitor_running` when the monitor task ends, however it ends.
+struct MonitorGuard(Weak<Shared>);
+
+impl Drop for MonitorGuard {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0.upgrade() {
+            shared.lock().monitor_running = false;
         }
     }
 }

@@ -13,7 +13,7 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 
-use super::{Shared, protocol};
+use super::{Ending, Shared, protocol};
 use crate::ExitReason;
 
 /// The fd on which a worker finds its socket to the platform.
@@ -30,6 +30,7 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
     let mut command = std::process::Command::new(exe);
     command
         .env(crate::run::ROLE_VAR, crate::run::ROLE_LOCAL_WORKER)
+        .env(crate::run::HOST_PID_VAR, std::process::id().to_string())
         .env("FERRY_WORKER_ID", id.to_string())
         .stdin(Stdio::null());
     // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) are made.
@@ -50,7 +51,9 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
     command.kill_on_drop(true);
     let child = command.spawn()?;
     drop(worker_end);
-    let pid = child.id().unwrap_or(0);
+    let pid = child
+        .id()
+        .ok_or_else(|| std::io::Error::other("the worker exited at once"))?;
 
     host_end.set_nonblocking(true)?;
     let stream = tokio::net::UnixStream::from_std(host_end)?;
@@ -61,7 +64,25 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
     Ok(Started { pid, frames })
 }
 
+/// Reports the worker's end to the platform, even when the task is dropped with its runtime.
+struct EndGuard {
+    shared: Arc<Shared>,
+    id: u64,
+    ending: Ending,
+}
+
+impl Drop for EndGuard {
+    fn drop(&mut self) {
+        self.shared.on_exit(self.id, self.ending);
+    }
+}
+
 async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut child: Child) {
+    let mut end = EndGuard {
+        shared: shared.clone(),
+        id,
+        ending: Ending::RuntimeGone,
+    };
     let mut reader = BufReader::with_capacity(64 * 1024, read);
     loop {
         match protocol::read_frame(&mut reader).await {
@@ -75,11 +96,13 @@ async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut chil
             },
             Ok(None) => break,
             Err(error) => {
-                tracing::debug!(worker = id, %error, "local worker socket failed");
+                tracing::error!(worker = id, %error, "cannot read from a local worker; stopping it");
+                let _ = child.start_kill();
                 break;
             }
         }
     }
+    shared.on_exiting(id);
     // The socket closed: the worker is exiting or was killed. Reap it, killing it if it lingers.
     let status = match tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
         Ok(status) => status.ok(),
@@ -96,7 +119,7 @@ async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut chil
         },
         None => ExitReason::Unknown,
     };
-    shared.on_exit(id, reason);
+    end.ending = Ending::Exited(reason);
 }
 
 /// Resident memory of a process, from `/proc/<pid>/statm`.
