@@ -37,7 +37,10 @@ fn main() {
         "---|".repeat(IN_FLIGHT.len())
     );
     for kind in [BackendKind::Inline, BackendKind::Local] {
-        let row = runtime.block_on(measure(kind));
+        // Host code runs as a task on the runtime, as `ferry::run` runs `main`.
+        let row = runtime
+            .block_on(async move { tokio::spawn(measure(kind)).await })
+            .expect("measurement task");
         let _ = writeln!(report, "{row}");
     }
     println!("\n{report}");

@@ -59,13 +59,18 @@ fn inherited_worker_role() -> bool {
 /// (`FERRY_BACKEND`, default `local`) and runs `main` with it; as a worker it serves the
 /// program's functions; asked for the manifest it prints it. `#[ferry::main]` expands to this.
 ///
+/// `main` runs as a task on the multi-thread runtime rather than on the thread that started
+/// it, so its invocations are sent and answered on the runtime's own threads; hence its future
+/// must be `Send` (on this machine that halves the local platform's round trip, see
+/// docs/benchmarks.md). A panic in `main` propagates as it would from `fn main`.
+///
 /// Returns the exit code: `main`'s (as `fn main` would), or 2 when start-up fails (duplicate
 /// function ids, a bad setting).
 pub fn run<F, Fut>(main: F) -> ExitCode
 where
     F: FnOnce(Context) -> Fut,
-    Fut: Future,
-    Fut::Output: Termination,
+    Fut: Future + Send + 'static,
+    Fut::Output: Termination + Send,
 {
     init_tracing();
     let registry = match Registry::global() {
@@ -95,7 +100,10 @@ where
                     Ok(ctx) => ctx,
                     Err(error) => return fail(&error),
                 };
-                let code = main(ctx.clone()).await.report();
+                let code = match tokio::spawn(main(ctx.clone())).await {
+                    Ok(output) => output.report(),
+                    Err(e) => std::panic::resume_unwind(e.into_panic()),
+                };
                 ctx.shutdown().await;
                 code
             });

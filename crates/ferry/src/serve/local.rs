@@ -54,7 +54,13 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let outcome = runtime.block_on(serve_socket(registry, socket));
+    // On a runtime thread, not the main thread `block_on` runs on: the reader, the invocations it
+    // spawns and the writer then share a thread instead of waking each other across threads.
+    let outcome = runtime.block_on(async move {
+        tokio::spawn(serve_socket(registry, socket))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+    });
     if let Err(error) = outcome {
         eprintln!("error: local worker: {error}");
         std::process::exit(2);

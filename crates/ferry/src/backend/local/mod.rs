@@ -48,9 +48,9 @@ pub struct LocalConfig {
     /// stuck and killed.
     pub unresponsive_grace: Duration,
     /// Invocations a worker may hold beyond a function's `concurrency`, waiting in the worker to
-    /// start the moment a running one ends (`FERRY_LOCAL_PREFETCH`; default 1). Without it a
-    /// worker idles for a round trip through the host between tasks; more than 1 only helps
-    /// very short tasks and makes the tail of a fan-out less even.
+    /// start the moment a running one ends (`FERRY_LOCAL_PREFETCH`; default 0). It hides the
+    /// round trip through the host between two tasks, which only matters for tasks of well under
+    /// a millisecond; with uneven tasks it can leave one worker idle while another holds work.
     pub prefetch: u32,
 }
 
@@ -62,7 +62,7 @@ impl Default for LocalConfig {
             worker_exe: None,
             memory_limit_mb: None,
             unresponsive_grace: Duration::from_secs(2),
-            prefetch: 1,
+            prefetch: 0,
         }
     }
 }
