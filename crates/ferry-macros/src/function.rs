@@ -18,11 +18,19 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
     let fn_ident = &function.sig.ident;
     let vis = &function.vis;
-    let invocation = format_ident!(
-        "{}",
-        upper_camel(&fn_ident.to_string()),
-        span = fn_ident.span()
-    );
+    let invocation = match &options.invocation {
+        Some(ident) => ident.clone(),
+        None => {
+            let derived = upper_camel(&fn_ident.to_string());
+            if derived == "Self" {
+                return Err(syn::Error::new(
+                    fn_ident.span(),
+                    "the invocation type of this function would be named `Self`; choose a name with `invocation = \"...\"`",
+                ));
+            }
+            format_ident!("{}", derived, span = fn_ident.span())
+        }
+    };
     let name = options.name.clone().unwrap_or_else(|| fn_ident.to_string());
 
     let fields = params.iter().filter(|p| !p.is_context).map(|p| {

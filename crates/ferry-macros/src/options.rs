@@ -6,7 +6,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, MetaNameValue, Token};
 
-const KNOWN: &str = "`name`, `memory_mb`, `timeout`, `concurrency`";
+const KNOWN: &str = "`name`, `memory_mb`, `timeout`, `concurrency`, `invocation`";
 
 /// What the user wrote; every field is optional and defaults live in `ferry`.
 #[derive(Default)]
@@ -15,6 +15,8 @@ pub struct FunctionOptions {
     pub memory_mb: Option<u32>,
     pub timeout_ms: Option<u64>,
     pub concurrency: Option<u32>,
+    /// The invocation type's name, when the default (UpperCamelCase of the fn) is taken.
+    pub invocation: Option<syn::Ident>,
 }
 
 impl FunctionOptions {
@@ -75,6 +77,21 @@ impl FunctionOptions {
                 "concurrency" => {
                     let c = pair.positive_u32()?;
                     set_once(&mut options.concurrency, c, &pair)?;
+                }
+                "invocation" => {
+                    let text = pair.string()?;
+                    let ident = syn::parse_str::<syn::Ident>(&text)
+                        .ok()
+                        .filter(|ident| ident != "Self")
+                        .ok_or_else(|| {
+                            syn::Error::new_spanned(
+                                value,
+                                "`invocation` must be a type name such as `\"CountQueensTask\"`",
+                            )
+                        })?;
+                    let span = syn::spanned::Spanned::span(value);
+                    let ident = syn::Ident::new(&ident.to_string(), span);
+                    set_once(&mut options.invocation, ident, &pair)?;
                 }
                 _ => {
                     return Err(syn::Error::new_spanned(

@@ -158,6 +158,10 @@ impl Context {
     /// Invokes every task with at most [`DEFAULT_FAN_OUT`] in flight and returns the outputs in
     /// task order, or the first error. Configure with [`Map::concurrency`] and
     /// [`Map::progress`]; get every result, errors included, with [`Map::settle`].
+    ///
+    /// The tasks are collected before the first one is sent (they are small: the arguments),
+    /// which is what lets the iterator borrow from the caller. On the first error the
+    /// invocations still running are dropped: their results are not awaited.
     pub fn map<F: Function>(&self, tasks: impl IntoIterator<Item = F>) -> Map<F> {
         Map {
             ctx: self.clone(),

@@ -83,11 +83,13 @@ pub use run::{ROLE_VAR, Role, run};
 /// - A parameter of type [`Context`] (or `&Context`) receives the invocation's context, so the
 ///   function can invoke functions; it is not part of the invocation type.
 /// - Options: `name` (default: the fn name), `memory_mb` (256), `timeout` (`"60s"`),
-///   `concurrency` (1: invocations one instance runs at once).
+///   `concurrency` (1: invocations one instance runs at once), `invocation` (the invocation
+///   type's name, default the fn name in UpperCamelCase).
 /// - The id is the module path plus the name (`my_crate::solver::count-queens`): stable across
 ///   builds and machines.
 /// - The invocation type is named after the function in UpperCamelCase and lives next to it;
-///   a `use` of another item with that name in the same module conflicts with it.
+///   a `use` of another item with that name in the same module conflicts with it: rename it
+///   with `invocation = "AddTask"`.
 pub use ferry_macros::function;
 
 /// Sugar for [`run`]: `#[ferry::main] async fn main(ctx: Context) -> R` becomes
