@@ -206,3 +206,24 @@ pub fn remaining_ms(ctx: &Context) -> u64 {
 pub async fn nested_remaining(ctx: Context) -> ferry::Result<u64> {
     ctx.call(RemainingMs {}).await
 }
+
+/// Writes `text` to stdout and stderr, then returns it: activation logs precede the sentinel.
+#[ferry::function(concurrency = 8)]
+pub fn shout(text: String) -> String {
+    println!("{text}");
+    eprintln!("{text}");
+    text
+}
+
+/// The platform's view of this activation: its metadata, and the exported `__OW_ACTIVATION_ID`.
+#[ferry::function(concurrency = 8)]
+pub fn activation(ctx: &Context) -> std::collections::BTreeMap<String, String> {
+    let mut seen = ctx
+        .invocation()
+        .map(|i| i.metadata.clone())
+        .unwrap_or_default();
+    if let Ok(id) = std::env::var("__OW_ACTIVATION_ID") {
+        seen.insert("env:__OW_ACTIVATION_ID".to_owned(), id);
+    }
+    seen
+}

@@ -44,6 +44,9 @@ pub struct Invocation {
     pub id: InvocationId,
     /// When the function's time is up.
     pub deadline: Instant,
+    /// What the platform said about this invocation: OpenWhisk's activation context
+    /// (`__OW_ACTIVATION_ID`, `__OW_NAMESPACE`…), empty on the local platform.
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for Context {

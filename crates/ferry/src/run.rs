@@ -13,6 +13,7 @@ pub(crate) const ROLE_LOCAL_WORKER: &str = "local-worker";
 /// merely inherited the role (a function started a program) and runs as a host.
 pub(crate) const HOST_PID_VAR: &str = "FERRY_LOCAL_HOST_PID";
 pub(crate) const ROLE_MANIFEST: &str = "manifest";
+pub(crate) const ROLE_OPENWHISK: &str = "openwhisk";
 
 /// What this process was started as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub enum Role {
     LocalWorker,
     /// Prints the manifest as JSON and exits (`FERRY_ROLE=manifest`).
     Manifest,
+    /// Serves the OpenWhisk Action Interface on `$PORT` (`FERRY_ROLE=openwhisk`).
+    OpenWhisk,
 }
 
 impl Role {
@@ -34,8 +37,9 @@ impl Role {
             Ok(ROLE_LOCAL_WORKER) if inherited_worker_role() => Ok(Self::Host),
             Ok(ROLE_LOCAL_WORKER) => Ok(Self::LocalWorker),
             Ok(ROLE_MANIFEST) => Ok(Self::Manifest),
+            Ok(ROLE_OPENWHISK) => Ok(Self::OpenWhisk),
             Ok(other) => Err(format!(
-                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}` or `{ROLE_MANIFEST}`"
+                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}` or `{ROLE_MANIFEST}`"
             )),
         }
     }
@@ -87,6 +91,7 @@ where
     match role {
         Role::Manifest => print_manifest(),
         Role::LocalWorker => crate::serve::local::serve(registry),
+        Role::OpenWhisk => crate::serve::openwhisk::serve(registry),
         Role::Host => {
             let runtime = match runtime() {
                 Ok(runtime) => runtime,

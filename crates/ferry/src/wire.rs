@@ -1,5 +1,6 @@
 //! What travels with every invocation, whatever the transport: the [`Envelope`].
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +32,9 @@ pub struct Envelope {
     /// Remaining stages of a chained flow, for transports that route point to point.
     #[serde(default)]
     pub route: Vec<String>,
+    /// What the platform said about this invocation (OpenWhisk's `__OW_*` values, say).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
 }
 
 impl Envelope {
@@ -44,6 +48,7 @@ impl Envelope {
             trace: None,
             parent: None,
             route: Vec::new(),
+            metadata: BTreeMap::new(),
         }
     }
 

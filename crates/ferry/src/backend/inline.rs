@@ -33,6 +33,7 @@ pub(crate) async fn call<F: Function>(
         function: descriptor.id.to_owned(),
         id,
         deadline: Instant::now() + limit,
+        metadata: Default::default(),
     });
     with_timeout(
         function.run(child),

@@ -178,6 +178,7 @@ pub(crate) async fn execute(
         function: descriptor.id.to_owned(),
         id: envelope.invocation,
         deadline: Instant::now() + limit,
+        metadata: envelope.metadata.clone(),
     });
     let body = registration.run(child, envelope.codec, payload);
     let (result, overrun) = with_timeout(body, limit, descriptor.is_async, placement).await;

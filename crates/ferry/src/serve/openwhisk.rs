@@ -1,0 +1,347 @@
+//! The OpenWhisk Action Interface: `POST /init` and `POST /run` on `$PORT` (default 8080), so the
+//! program's binary is a native OpenWhisk runtime (`FERRY_ROLE=openwhisk`).
+//!
+//! - `/init` `{"value": {"name", "main", "code", "binary", "env"}}` picks the function: `main`
+//!   names it (id or name); the default `main` falls back to the action's own name, then to the
+//!   program's only function. `env` is exported. The code is this binary, so `code` is ignored.
+//!   A second `/init` is refused with 403, as the Go proxy does.
+//! - `/run` decodes `value` as the function's parameters (absent or `{}` for none) and answers
+//!   200 with a JSON object: an object output as it is, any other output as
+//!   `{"result": output}`. A user error is 200 `{"error": message}` (an application error); bad
+//!   input 400 `{"error": …}`; a panic, timeout or other failure 502 `{"error": …}` (a developer
+//!   error). The other keys of the body (`activation_id`, `deadline`…) become the invocation's
+//!   `__OW_*` metadata and its deadline.
+//! - After every activation the sentinel line goes to stdout and to stderr.
+//! - With `__OW_ALLOW_CONCURRENT=true` (in the environment or in `/init`'s `env`), `/run` calls
+//!   overlap up to the function's `concurrency`; without it a `/run` that arrives while another
+//!   runs is refused with 403, as the Node.js runtime does.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::post;
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+
+use crate::backend::{Overrun, Placement};
+use crate::registry::Registration;
+use crate::wire::Envelope;
+use crate::{Codec, Context, Error, ErrorKind, Registry};
+
+/// The line OpenWhisk waits for on both streams after each activation.
+pub(crate) const ACTIVATION_SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
+
+/// OpenWhisk's largest action code is 48 MB; `/init` may carry it even though ferry ignores it.
+const BODY_LIMIT: usize = 64 << 20;
+
+/// Serves `/init` and `/run` until SIGTERM or SIGINT.
+pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
+    let address = match listen_address() {
+        Ok(address) => address,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match crate::run::runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let served = runtime.block_on(async move { tokio::spawn(serve_on(registry, address)).await });
+    match served {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(error)) => {
+            eprintln!("error: openwhisk action interface on {address}: {error}");
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("error: openwhisk action interface stopped: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `FERRY_LISTEN` (`host:port`), else `0.0.0.0:$PORT`, else `0.0.0.0:8080`.
+fn listen_address() -> Result<SocketAddr, String> {
+    if let Ok(listen) = std::env::var("FERRY_LISTEN") {
+        return listen
+            .parse()
+            .map_err(|_| format!("`FERRY_LISTEN` must be host:port, not `{listen}`"));
+    }
+    let port = match std::env::var("PORT") {
+        Ok(port) => port
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| format!("`PORT` must be a port number, not `{port}`"))?,
+        Err(_) => 8080,
+    };
+    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
+}
+
+async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    tracing::info!(address = %listener.local_addr()?, "serving the openwhisk action interface");
+    axum::serve(listener, router(registry))
+        .with_graceful_shutdown(super::shutdown_signal())
+        .await
+}
+
+struct ActionState {
+    registry: &'static Registry,
+    action: OnceLock<Action>,
+    /// An activation is running (only tracked without intra-container concurrency).
+    busy: AtomicBool,
+    /// Nested invocations of the action's functions run in this container.
+    ctx: Context,
+}
+
+struct Action {
+    registration: &'static Registration,
+    concurrent: bool,
+    slots: Semaphore,
+}
+
+pub(crate) fn router(registry: &'static Registry) -> Router {
+    let state = Arc::new(ActionState {
+        registry,
+        action: OnceLock::new(),
+        busy: AtomicBool::new(false),
+        ctx: Context::inline(),
+    });
+    Router::new()
+        .route("/init", post(init))
+        .route("/run", post(run))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state)
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
+    if state.action.get().is_some() {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Cannot initialize the action more than once.",
+        );
+    }
+    let body: Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /init body: {e}")),
+    };
+    let value = body.get("value").cloned().unwrap_or(Value::Null);
+    let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
+    let registration = match pick_function(state.registry, text("main"), text("name")) {
+        Ok(registration) => registration,
+        Err(message) => return error(StatusCode::BAD_GATEWAY, message),
+    };
+    let mut concurrent = std::env::var("__OW_ALLOW_CONCURRENT").is_ok_and(|v| v == "true");
+    if let Some(env) = value.get("env").and_then(Value::as_object) {
+        for (key, value) in env {
+            let value = match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            if key == "__OW_ALLOW_CONCURRENT" {
+                concurrent = value == "true";
+            }
+            // SAFETY: no activation has run yet and ferry's own threads do not read the
+            // environment; OpenWhisk requires the values to be exported.
+            unsafe { std::env::set_var(key, value) };
+        }
+    }
+    let concurrency = registration.descriptor().config.concurrency.max(1) as usize;
+    let action = Action {
+        registration,
+        concurrent,
+        slots: Semaphore::new(if concurrent { concurrency } else { 1 }),
+    };
+    if state.action.set(action).is_err() {
+        return error(
+            StatusCode::FORBIDDEN,
+            "Cannot initialize the action more than once.",
+        );
+    }
+    tracing::info!(
+        function = registration.descriptor().id,
+        concurrent,
+        "openwhisk action initialized"
+    );
+    (StatusCode::OK, Json(json!({ "ok": true }))).into_response()
+}
+
+/// `main` names the function; the default `main` falls back to the action's name (its last
+/// path segment), then to the only function of the program.
+fn pick_function(
+    registry: &'static Registry,
+    main: &str,
+    action_name: &str,
+) -> Result<&'static Registration, String> {
+    if !main.is_empty() && main != "main" {
+        return registry.lookup(main).map_err(|e| e.to_string());
+    }
+    let action = action_name.rsplit('/').next().unwrap_or_default();
+    if let Ok(registration) = registry.lookup(action) {
+        return Ok(registration);
+    }
+    if let Ok(registration) = registry.lookup("main") {
+        return Ok(registration);
+    }
+    let mut all = registry.iter();
+    match (all.next(), all.next()) {
+        (Some(only), None) => Ok(only),
+        (None, _) => Err("this program has no ferry functions".to_owned()),
+        _ => Err(format!(
+            "this program has several functions: set `main` to one of {}",
+            registry
+                .iter()
+                .map(|r| format!("`{}`", r.descriptor().name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+async fn run(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
+    let Some(action) = state.action.get() else {
+        return error(
+            StatusCode::FORBIDDEN,
+            "the action is not initialized: call /init first",
+        );
+    };
+    let _exclusive = if action.concurrent {
+        None
+    } else {
+        if state.busy.swap(true, Ordering::AcqRel) {
+            return error(
+                StatusCode::FORBIDDEN,
+                "System not ready, status is running.",
+            );
+        }
+        Some(BusyGuard(&state.busy))
+    };
+    let response = activate(&state.ctx, action, &body).await;
+    write_sentinels();
+    response
+}
+
+struct BusyGuard<'a>(&'a AtomicBool);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
+    let body: Map<String, Value> = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "the /run body must be a JSON object",
+            );
+        }
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /run body: {e}")),
+    };
+    let descriptor = action.registration.descriptor();
+    let mut envelope = Envelope::new(descriptor.id, Codec::Json);
+    let mut arguments = Value::Object(Map::new());
+    for (key, value) in body {
+        if key == "value" {
+            if !value.is_null() {
+                arguments = value;
+            }
+            continue;
+        }
+        let text = match value {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        if key == "deadline" {
+            envelope.deadline_ms = text.parse().ok();
+        }
+        envelope
+            .metadata
+            .insert(format!("__OW_{}", key.to_uppercase()), text);
+    }
+    if !action.concurrent {
+        export(&envelope.metadata);
+    }
+    envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
+    let payload = serde_json::to_vec(&arguments).unwrap_or_default();
+    let Ok(_slot) = action.slots.acquire().await else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the action is shutting down",
+        );
+    };
+    let (result, overrun) = crate::backend::execute(
+        ctx,
+        action.registration,
+        &envelope,
+        payload.into(),
+        Placement::Here,
+    )
+    .await;
+    if overrun == Overrun::StuckThread {
+        tracing::warn!(
+            function = descriptor.id,
+            "a timed-out activation keeps running on its thread"
+        );
+    }
+    match result {
+        Ok(output) => match serde_json::from_slice::<Value>(&output) {
+            Ok(Value::Object(object)) => {
+                (StatusCode::OK, Json(Value::Object(object))).into_response()
+            }
+            Ok(other) => (StatusCode::OK, Json(json!({ "result": other }))).into_response(),
+            Err(e) => error(
+                StatusCode::BAD_GATEWAY,
+                format!("the output is not json: {e}"),
+            ),
+        },
+        Err(failure) => failure_response(&failure),
+    }
+}
+
+/// Exports the activation context as OpenWhisk runtimes do (only when activations cannot overlap:
+/// the environment is one per process).
+fn export(metadata: &BTreeMap<String, String>) {
+    for (key, value) in metadata {
+        // SAFETY: without intra-container concurrency no other activation runs, and ferry's own
+        // threads do not read the environment.
+        unsafe { std::env::set_var(key, value) };
+    }
+}
+
+fn failure_response(failure: &Error) -> Response {
+    match failure.kind() {
+        ErrorKind::User { message, .. } => error(StatusCode::OK, message.clone()),
+        ErrorKind::BadInput { .. } => error(StatusCode::BAD_REQUEST, failure.to_string()),
+        _ => error(StatusCode::BAD_GATEWAY, failure.to_string()),
+    }
+}
+
+/// Ends the activation's logs: flushes what the function wrote, then the sentinel on both streams.
+fn write_sentinels() {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{ACTIVATION_SENTINEL}");
+    let _ = stdout.flush();
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{ACTIVATION_SENTINEL}");
+    let _ = stderr.flush();
+}
