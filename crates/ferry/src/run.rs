@@ -14,6 +14,7 @@ pub(crate) const ROLE_LOCAL_WORKER: &str = "local-worker";
 pub(crate) const HOST_PID_VAR: &str = "FERRY_LOCAL_HOST_PID";
 pub(crate) const ROLE_MANIFEST: &str = "manifest";
 pub(crate) const ROLE_OPENWHISK: &str = "openwhisk";
+pub(crate) const ROLE_ACTIONLOOP: &str = "actionloop";
 
 /// What this process was started as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,19 +28,24 @@ pub enum Role {
     Manifest,
     /// Serves the OpenWhisk Action Interface on `$PORT` (`FERRY_ROLE=openwhisk`).
     OpenWhisk,
+    /// Runs as an executable under OpenWhisk's ActionLoop proxy (`FERRY_ROLE=actionloop`, or
+    /// detected: fd 3 is a pipe and `__OW_*` variables are set).
+    ActionLoop,
 }
 
 impl Role {
     /// The role named by `FERRY_ROLE` (unset or empty: the host).
     pub fn from_env() -> Result<Self, String> {
         match std::env::var(ROLE_VAR).as_deref() {
+            Err(_) | Ok("") if crate::serve::actionloop::started_by_proxy() => Ok(Self::ActionLoop),
             Err(_) | Ok("" | "host") => Ok(Self::Host),
             Ok(ROLE_LOCAL_WORKER) if inherited_worker_role() => Ok(Self::Host),
             Ok(ROLE_LOCAL_WORKER) => Ok(Self::LocalWorker),
             Ok(ROLE_MANIFEST) => Ok(Self::Manifest),
             Ok(ROLE_OPENWHISK) => Ok(Self::OpenWhisk),
+            Ok(ROLE_ACTIONLOOP) => Ok(Self::ActionLoop),
             Ok(other) => Err(format!(
-                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}` or `{ROLE_MANIFEST}`"
+                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}`, `{ROLE_ACTIONLOOP}` or `{ROLE_MANIFEST}`"
             )),
         }
     }
@@ -92,6 +98,7 @@ where
         Role::Manifest => print_manifest(),
         Role::LocalWorker => crate::serve::local::serve(registry),
         Role::OpenWhisk => crate::serve::openwhisk::serve(registry),
+        Role::ActionLoop => crate::serve::actionloop::serve(registry),
         Role::Host => {
             let runtime = match runtime() {
                 Ok(runtime) => runtime,

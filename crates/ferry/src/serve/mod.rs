@@ -1,8 +1,10 @@
 //! Worker side: serving this program's functions behind a platform's interface.
 //!
 //! - `local`: the embedded platform's workers (a Unix socket on fd 3);
-//! - `openwhisk`: the OpenWhisk Action Interface (`/init` and `/run` over HTTP).
+//! - `openwhisk`: the OpenWhisk Action Interface (`/init` and `/run` over HTTP);
+//! - `actionloop`: an executable under OpenWhisk's ActionLoop proxy (stdin lines, fd 3 results).
 
+pub(crate) mod actionloop;
 pub(crate) mod local;
 pub(crate) mod openwhisk;
 

@@ -1,0 +1,159 @@
+//! The program as an ActionLoop executable, driven as OpenWhisk's Go proxy drives `exec`
+//! (`openwhisk-runtime-go` `executor.go`): a cleared environment, one JSON line per activation on
+//! stdin, one result line read from the pipe on fd 3, the ack only when `__OW_WAIT_FOR_ACK` is set.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{FromRawFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+struct Exec {
+    child: Child,
+    stdin: ChildStdin,
+    results: mpsc::Receiver<String>,
+}
+
+impl Exec {
+    fn start(env: &[(&str, &str)]) -> Self {
+        let mut fds = [0 as RawFd; 2];
+        // Close-on-exec, so children of tests running alongside do not inherit either end.
+        // SAFETY: pipe2 writes two descriptors into the array.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        let (read_end, write_end) = (fds[0], fds[1]);
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"));
+        command
+            .env_clear()
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: only dup2 or fcntl between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                // The write end becomes fd 3 without close-on-exec; the read end closes on exec
+                // (and if it was fd 3, dup2 replaced it).
+                let placed = if write_end == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0)
+                } else {
+                    libc::dup2(write_end, 3)
+                };
+                if placed < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().expect("start exec");
+        // SAFETY: the write end now lives in the child; the read end is ours alone.
+        unsafe { libc::close(write_end) };
+        let results_pipe = unsafe { File::from_raw_fd(read_end) };
+        let (sender, results) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(results_pipe).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        Self {
+            child,
+            stdin,
+            results,
+        }
+    }
+
+    fn next_line(&self) -> Value {
+        let line = self
+            .results
+            .recv_timeout(Duration::from_secs(20))
+            .expect("no result line on fd 3");
+        serde_json::from_str(&line).expect("a json result line")
+    }
+
+    fn activate(&mut self, activation: Value) -> Value {
+        writeln!(self.stdin, "{activation}").unwrap();
+        self.stdin.flush().unwrap();
+        self.next_line()
+    }
+}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn acknowledges_then_answers_each_activation_on_fd_3() {
+    let mut exec = Exec::start(&[("__OW_WAIT_FOR_ACK", "1"), ("__OW_EXECUTION_ENV", "ferry")]);
+    assert_eq!(exec.next_line(), json!({"ok": true}));
+    assert_eq!(
+        exec.activate(json!({"value": {"a": 40, "b": 2}, "action_name": "/guest/add"})),
+        json!({"result": 42})
+    );
+    assert_eq!(
+        exec.activate(json!({"value": {"n": 7}, "action_name": "/guest/require_even"})),
+        json!({"error": "7 is odd"})
+    );
+    let panic =
+        exec.activate(json!({"value": {"message": "loop boom"}, "action_name": "/guest/explode"}));
+    assert!(
+        panic["error"]
+            .as_str()
+            .unwrap()
+            .contains("panicked: loop boom"),
+        "{panic}"
+    );
+    // No value at all runs a function without parameters.
+    assert_eq!(
+        exec.activate(json!({"action_name": "/guest/hello"})),
+        json!({"result": "hello from a worker"})
+    );
+    // The process is still the same warm executable.
+    assert!(exec.child.try_wait().unwrap().is_none());
+}
+
+#[test]
+fn no_ack_unless_asked_and_the_context_is_exported() {
+    // The role is given explicitly here; `FERRY_FUNCTION` picks the function.
+    let mut exec = Exec::start(&[
+        ("FERRY_ROLE", "actionloop"),
+        ("FERRY_FUNCTION", "activation"),
+    ]);
+    let answer =
+        exec.activate(json!({"value": {}, "activation_id": "act-9", "namespace": "guest"}));
+    assert_eq!(answer["__OW_ACTIVATION_ID"], "act-9", "{answer}");
+    assert_eq!(answer["env:__OW_ACTIVATION_ID"], "act-9", "{answer}");
+}
+
+#[test]
+fn bad_lines_and_unknown_functions_are_errors_not_exits() {
+    let mut exec = Exec::start(&[("__OW_WAIT_FOR_ACK", "1")]);
+    assert_eq!(exec.next_line(), json!({"ok": true}));
+    writeln!(exec.stdin, "this is not json").unwrap();
+    let answer = exec.next_line();
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("invalid activation"),
+        "{answer}"
+    );
+    let answer = exec.activate(json!({"value": {}, "action_name": "/guest/nothing_like_this"}));
+    assert!(
+        answer["error"].as_str().unwrap().contains("FERRY_FUNCTION"),
+        "{answer}"
+    );
+    let answer = exec.activate(json!({"value": {"a": 1, "b": "x"}, "action_name": "add"}));
+    assert!(
+        answer["error"].as_str().unwrap().contains("at `b`"),
+        "{answer}"
+    );
+}

@@ -1,0 +1,163 @@
+//! The program as an ActionLoop executable (`exec` under OpenWhisk's official proxy):
+//!
+//! - with `__OW_WAIT_FOR_ACK` set, `{"ok":true}` on fd 3 first (never otherwise);
+//! - then one JSON line per activation on stdin (`{"value": {...}, "action_name", ...}`), and one
+//!   result line on fd 3, written after the function's stdout and stderr are flushed: an object
+//!   output as it is, any other output as `{"result": output}`, a failure as `{"error": message}`;
+//! - the other keys of each line are exported as `__OW_<KEY>` and become invocation metadata;
+//! - the function is the one named by the activation's `action_name` (last segment), else by
+//!   `FERRY_FUNCTION`, else the program's only function;
+//! - nothing depends on `PATH` or any inherited variable: the proxy gives an almost empty
+//!   environment. The proxy itself writes the sentinels and runs one activation at a time.
+
+use std::fs::File;
+use std::io::{BufRead, BufWriter, Write};
+use std::os::fd::FromRawFd;
+use std::process::ExitCode;
+
+use serde_json::{Map, Value, json};
+
+use crate::backend::Placement;
+use crate::registry::Registration;
+use crate::wire::Envelope;
+use crate::{Codec, Context, ErrorKind, Registry};
+
+/// The proxy's result pipe.
+const RESULT_FD: i32 = 3;
+
+/// Whether this process looks started by the ActionLoop proxy: fd 3 is a pipe and the proxy's
+/// `__OW_*` variables are set.
+pub(crate) fn started_by_proxy() -> bool {
+    let proxy_env = std::env::vars_os().any(|(key, _)| key.to_string_lossy().starts_with("__OW_"));
+    proxy_env && fd_is_pipe(RESULT_FD)
+}
+
+fn fd_is_pipe(fd: i32) -> bool {
+    // SAFETY: fstat only writes into the zeroed struct we own.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut stat) == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFIFO
+    }
+}
+
+pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
+    // SAFETY: F_GETFD only inspects the descriptor table.
+    if unsafe { libc::fcntl(RESULT_FD, libc::F_GETFD) } < 0 {
+        eprintln!("error: FERRY_ROLE=actionloop expects the proxy's result pipe on fd 3");
+        return ExitCode::from(2);
+    }
+    // SAFETY: fd 3 is open (checked above) and is the proxy's result pipe, ours alone.
+    let mut results = BufWriter::new(unsafe { File::from_raw_fd(RESULT_FD) });
+    let runtime = match crate::run::runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if std::env::var_os("__OW_WAIT_FOR_ACK").is_some_and(|v| !v.is_empty())
+        && answer(&mut results, &json!({ "ok": true })).is_err()
+    {
+        return ExitCode::from(2);
+    }
+    let ctx = Context::inline();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let result = runtime.block_on(activate(registry, &ctx, &line));
+        // The activation's own logs come first: the proxy writes its sentinels after our answer.
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        if answer(&mut results, &result).is_err() {
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn answer(results: &mut BufWriter<File>, value: &Value) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *results, value)?;
+    results.write_all(b"\n")?;
+    results.flush()
+}
+
+async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Value {
+    let body: Map<String, Value> = match serde_json::from_str(line) {
+        Ok(Value::Object(body)) => body,
+        Ok(_) => return json!({ "error": "the activation must be a JSON object" }),
+        Err(e) => return json!({ "error": format!("invalid activation: {e}") }),
+    };
+    let mut arguments = Value::Object(Map::new());
+    let mut metadata = std::collections::BTreeMap::new();
+    for (key, value) in body {
+        if key == "value" {
+            if !value.is_null() {
+                arguments = value;
+            }
+            continue;
+        }
+        let text = match value {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        metadata.insert(format!("__OW_{}", key.to_uppercase()), text);
+    }
+    for (key, value) in &metadata {
+        // SAFETY: the proxy runs one activation at a time and ferry's own threads do not read
+        // the environment; ActionLoop executables are expected to export these.
+        unsafe { std::env::set_var(key, value) };
+    }
+    let registration = match pick_function(registry, metadata.get("__OW_ACTION_NAME")) {
+        Ok(registration) => registration,
+        Err(message) => return json!({ "error": message }),
+    };
+    let mut envelope = Envelope::new(registration.descriptor().id, Codec::Json);
+    envelope.deadline_ms = metadata.get("__OW_DEADLINE").and_then(|d| d.parse().ok());
+    envelope.trace = metadata.get("__OW_TRANSACTION_ID").cloned();
+    envelope.metadata = metadata;
+    let payload = serde_json::to_vec(&arguments).unwrap_or_default();
+    let (result, _) = crate::backend::execute(
+        ctx,
+        registration,
+        &envelope,
+        payload.into(),
+        Placement::Here,
+    )
+    .await;
+    match result {
+        Ok(output) => match serde_json::from_slice::<Value>(&output) {
+            Ok(Value::Object(object)) => Value::Object(object),
+            Ok(other) => json!({ "result": other }),
+            Err(e) => json!({ "error": format!("the output is not json: {e}") }),
+        },
+        Err(failure) => match failure.kind() {
+            ErrorKind::User { message, .. } => json!({ "error": message }),
+            _ => json!({ "error": failure.to_string() }),
+        },
+    }
+}
+
+fn pick_function(
+    registry: &'static Registry,
+    action_name: Option<&String>,
+) -> Result<&'static Registration, String> {
+    if let Some(name) = action_name.and_then(|n| n.rsplit('/').next()) {
+        if let Ok(registration) = registry.lookup(name) {
+            return Ok(registration);
+        }
+    }
+    if let Ok(function) = std::env::var("FERRY_FUNCTION") {
+        return registry.lookup(&function).map_err(|e| e.to_string());
+    }
+    let mut all = registry.iter();
+    match (all.next(), all.next()) {
+        (Some(only), None) => Ok(only),
+        _ => Err(
+            "cannot tell which function to run: name the action after one, or set FERRY_FUNCTION in the action's environment"
+                .to_owned(),
+        ),
+    }
+}
