@@ -3,7 +3,6 @@
 //! `docs/actions-new.md`, `docs/intra-concurrency.md`, the Go proxy's `initHandler.go`).
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,13 +22,9 @@ struct Container {
 
 impl Container {
     fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
             .env("FERRY_ROLE", "openwhisk")
-            .env("FERRY_LISTEN", format!("127.0.0.1:{port}"))
+            .env("FERRY_LISTEN", "127.0.0.1:0")
             .env_remove("__OW_ALLOW_CONCURRENT")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -38,16 +33,24 @@ impl Container {
         let stdout = capture(child.stdout.take().unwrap());
         let stderr = capture(child.stderr.take().unwrap());
         let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let base = loop {
+            let announced = stderr
+                .lock()
+                .unwrap()
+                .iter()
+                .find_map(|line| line.strip_prefix("ferry: listening on ").map(str::to_owned));
+            if let Some(base) = announced {
+                break base;
+            }
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "the container never listened"
             );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+            std::thread::sleep(Duration::from_millis(5));
+        };
         Self {
             child,
-            base: format!("http://127.0.0.1:{port}"),
+            base,
             stdout,
             stderr,
             http: reqwest::Client::new(),

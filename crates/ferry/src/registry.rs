@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use crate::{Codec, Context, Error, ErrorKind, Function, FunctionDescriptor, Result};
 
 /// Runs a function from encoded arguments to encoded output.
-type ErasedRun = fn(Context, Codec, Bytes) -> BoxFuture<'static, Result<Vec<u8>>>;
+type ErasedRun = fn(Context, Codec, Codec, Bytes) -> BoxFuture<'static, Result<Vec<u8>>>;
 
 /// One registered function; `#[ferry::function]` submits one per function.
 #[derive(Debug)]
@@ -34,27 +34,29 @@ impl Registration {
         self.descriptor
     }
 
-    /// Decodes the arguments, runs the body in this process and encodes the output.
-    /// The caller applies the timeout.
+    /// Decodes the arguments, runs the body in this process and encodes the output (possibly in
+    /// another codec than the arguments'). The caller applies the timeout.
     pub(crate) fn run(
         &self,
         ctx: Context,
-        codec: Codec,
+        input_codec: Codec,
+        output_codec: Codec,
         input: Bytes,
     ) -> BoxFuture<'static, Result<Vec<u8>>> {
-        (self.run)(ctx, codec, input)
+        (self.run)(ctx, input_codec, output_codec, input)
     }
 }
 
 fn run_erased<F: Function>(
     ctx: Context,
-    codec: Codec,
+    input_codec: Codec,
+    output_codec: Codec,
     input: Bytes,
 ) -> BoxFuture<'static, Result<Vec<u8>>> {
     Box::pin(async move {
-        let invocation: F = codec.decode_args(&input)?;
+        let invocation: F = input_codec.decode_args(&input)?;
         let output = invocation.run(ctx).await?;
-        codec.encode(&output)
+        output_codec.encode(&output)
     })
 }
 
@@ -155,7 +157,7 @@ mod tests {
     }
 
     fn registration(id: &'static str, name: &'static str, line: u32) -> &'static Registration {
-        fn never(_: Context, _: Codec, _: Bytes) -> BoxFuture<'static, Result<Vec<u8>>> {
+        fn never(_: Context, _: Codec, _: Codec, _: Bytes) -> BoxFuture<'static, Result<Vec<u8>>> {
             Box::pin(async { Ok(Vec::new()) })
         }
         Box::leak(Box::new(Registration {

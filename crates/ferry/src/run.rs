@@ -15,6 +15,7 @@ pub(crate) const HOST_PID_VAR: &str = "FERRY_LOCAL_HOST_PID";
 pub(crate) const ROLE_MANIFEST: &str = "manifest";
 pub(crate) const ROLE_OPENWHISK: &str = "openwhisk";
 pub(crate) const ROLE_ACTIONLOOP: &str = "actionloop";
+pub(crate) const ROLE_HTTP: &str = "http";
 
 /// What this process was started as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub enum Role {
     /// Runs as an executable under OpenWhisk's ActionLoop proxy (`FERRY_ROLE=actionloop`, or
     /// detected: fd 3 is a pipe and `__OW_*` variables are set).
     ActionLoop,
+    /// Serves every function over HTTP on `$PORT` (`FERRY_ROLE=http`).
+    Http,
 }
 
 impl Role {
@@ -44,8 +47,9 @@ impl Role {
             Ok(ROLE_MANIFEST) => Ok(Self::Manifest),
             Ok(ROLE_OPENWHISK) => Ok(Self::OpenWhisk),
             Ok(ROLE_ACTIONLOOP) => Ok(Self::ActionLoop),
+            Ok(ROLE_HTTP) => Ok(Self::Http),
             Ok(other) => Err(format!(
-                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}`, `{ROLE_ACTIONLOOP}` or `{ROLE_MANIFEST}`"
+                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}`, `{ROLE_ACTIONLOOP}`, `{ROLE_HTTP}` or `{ROLE_MANIFEST}`"
             )),
         }
     }
@@ -99,6 +103,7 @@ where
         Role::LocalWorker => crate::serve::local::serve(registry),
         Role::OpenWhisk => crate::serve::openwhisk::serve(registry),
         Role::ActionLoop => crate::serve::actionloop::serve(registry),
+        Role::Http => crate::serve::http::serve(registry),
         Role::Host => {
             let runtime = match runtime() {
                 Ok(runtime) => runtime,

@@ -21,8 +21,11 @@ pub struct Envelope {
     /// own timeout applies in any case.
     #[serde(default)]
     pub deadline_ms: Option<u64>,
-    /// Encoding of the arguments and of the result.
+    /// Encoding of the arguments (and of the result, unless `reply_codec` says otherwise).
     pub codec: Codec,
+    /// Encoding of the result when it differs from the arguments' (an HTTP `Accept`).
+    #[serde(default)]
+    pub reply_codec: Option<Codec>,
     /// Trace id propagated from the caller (e.g. an `X-Amzn-Trace-Id` or W3C `traceparent`).
     #[serde(default)]
     pub trace: Option<String>,
@@ -45,6 +48,7 @@ impl Envelope {
             invocation: InvocationId::next(),
             deadline_ms: None,
             codec,
+            reply_codec: None,
             trace: None,
             parent: None,
             route: Vec::new(),

@@ -180,7 +180,8 @@ pub(crate) async fn execute(
         deadline: Instant::now() + limit,
         metadata: envelope.metadata.clone(),
     });
-    let body = registration.run(child, envelope.codec, payload);
+    let output_codec = envelope.reply_codec.unwrap_or(envelope.codec);
+    let body = registration.run(child, envelope.codec, output_codec, payload);
     let (result, overrun) = with_timeout(body, limit, descriptor.is_async, placement).await;
     let result = result.map_err(|e| {
         e.in_function(descriptor.id)

@@ -2,11 +2,15 @@
 //!
 //! - `local`: the embedded platform's workers (a Unix socket on fd 3);
 //! - `openwhisk`: the OpenWhisk Action Interface (`/init` and `/run` over HTTP);
-//! - `actionloop`: an executable under OpenWhisk's ActionLoop proxy (stdin lines, fd 3 results).
+//! - `actionloop`: an executable under OpenWhisk's ActionLoop proxy (stdin lines, fd 3 results);
+//! - `http`: every function behind one HTTP server (Knative, Cloud Run, OpenFaaS).
 
 pub(crate) mod actionloop;
+pub(crate) mod http;
 pub(crate) mod local;
 pub(crate) mod openwhisk;
+
+use std::net::SocketAddr;
 
 /// Resolves on SIGTERM (how platforms stop a container) or Ctrl-C.
 pub(crate) async fn shutdown_signal() {
@@ -22,4 +26,28 @@ pub(crate) async fn shutdown_signal() {
         () = terminate => {}
         _ = tokio::signal::ctrl_c() => {}
     }
+}
+
+/// `FERRY_LISTEN` (`host:port`), else `0.0.0.0:$PORT`, else `0.0.0.0:8080`.
+pub(crate) fn listen_address() -> Result<SocketAddr, String> {
+    if let Ok(listen) = std::env::var("FERRY_LISTEN") {
+        return listen
+            .parse()
+            .map_err(|_| format!("`FERRY_LISTEN` must be host:port, not `{listen}`"));
+    }
+    let port = match std::env::var("PORT") {
+        Ok(port) => port
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| format!("`PORT` must be a port number, not `{port}`"))?,
+        Err(_) => 8080,
+    };
+    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
+}
+
+/// Says where the server listens, on stderr: with port 0 in `FERRY_LISTEN` this is how a
+/// supervisor (or a test) learns the port.
+pub(crate) fn announce(listener: &tokio::net::TcpListener) -> std::io::Result<()> {
+    eprintln!("ferry: listening on http://{}", listener.local_addr()?);
+    Ok(())
 }

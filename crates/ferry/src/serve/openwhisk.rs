@@ -45,7 +45,7 @@ const BODY_LIMIT: usize = 64 << 20;
 
 /// Serves `/init` and `/run` until SIGTERM or SIGINT.
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    let address = match listen_address() {
+    let address = match super::listen_address() {
         Ok(address) => address,
         Err(message) => {
             eprintln!("error: {message}");
@@ -73,26 +73,9 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     }
 }
 
-/// `FERRY_LISTEN` (`host:port`), else `0.0.0.0:$PORT`, else `0.0.0.0:8080`.
-fn listen_address() -> Result<SocketAddr, String> {
-    if let Ok(listen) = std::env::var("FERRY_LISTEN") {
-        return listen
-            .parse()
-            .map_err(|_| format!("`FERRY_LISTEN` must be host:port, not `{listen}`"));
-    }
-    let port = match std::env::var("PORT") {
-        Ok(port) => port
-            .trim()
-            .parse::<u16>()
-            .map_err(|_| format!("`PORT` must be a port number, not `{port}`"))?,
-        Err(_) => 8080,
-    };
-    Ok(SocketAddr::from(([0, 0, 0, 0], port)))
-}
-
 async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(address).await?;
-    tracing::info!(address = %listener.local_addr()?, "serving the openwhisk action interface");
+    super::announce(&listener)?;
     axum::serve(listener, router(registry))
         .with_graceful_shutdown(super::shutdown_signal())
         .await

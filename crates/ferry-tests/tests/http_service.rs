@@ -1,0 +1,282 @@
+//! HTTP service mode over real HTTP on loopback, as Knative, Cloud Run or OpenFaaS's
+//! of-watchdog (`mode=http`) would drive it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferry::{Codec, Error, ErrorKind};
+use ferry_tests::Add;
+
+struct Service {
+    child: Child,
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Service {
+    fn start(env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
+            .env("FERRY_ROLE", "http")
+            .env("FERRY_LISTEN", "127.0.0.1:0")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the service");
+        let base = listening_on(child.stderr.take().unwrap());
+        Self {
+            child,
+            base,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    async fn call(
+        &self,
+        function: &str,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut request = self
+            .http
+            .post(format!("{}/functions/{function}", self.base))
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        tokio::time::timeout(Duration::from_secs(30), request.send())
+            .await
+            .expect("the service hung")
+            .expect("request")
+    }
+
+    async fn json(&self, function: &str, body: &str) -> (u16, String) {
+        let response = self
+            .call(
+                function,
+                body.to_owned(),
+                &[("content-type", "application/json")],
+            )
+            .await;
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+
+    async fn failure(&self, function: &str, body: &str) -> (u16, String, Error) {
+        let response = self.call(function, body.to_owned(), &[]).await;
+        let status = response.status().as_u16();
+        let kind = response
+            .headers()
+            .get("x-ferry-error")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let error: Error =
+            serde_json::from_slice(&response.bytes().await.unwrap()).expect("a ferry error");
+        (status, kind, error)
+    }
+}
+
+/// The address the service announces on stderr; the rest of stderr is drained in the background.
+fn listening_on(stderr: std::process::ChildStderr) -> String {
+    let mut lines = BufReader::new(stderr).lines();
+    let base = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("ferry: listening on ").map(str::to_owned))
+        .expect("the service announces where it listens");
+    std::thread::spawn(move || lines.for_each(drop));
+    base
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn json_in_json_out_and_zero_parameters() {
+    let service = Service::start(&[]);
+    let response = service
+        .call(
+            "add",
+            r#"{"a": 40, "b": 2}"#,
+            &[("content-type", "application/json")],
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.text().await.unwrap(), "42");
+    // By id as well as by name; no body at all for a function without parameters.
+    assert_eq!(
+        service
+            .json("ferry_tests::add", r#"{"a": 1, "b": 1}"#)
+            .await,
+        (200, "2".to_owned())
+    );
+    assert_eq!(
+        service.json("hello", "").await,
+        (200, r#""hello from a worker""#.to_owned())
+    );
+}
+
+#[tokio::test]
+async fn binary_in_binary_out_and_json_in_binary_out() {
+    let service = Service::start(&[]);
+    let arguments = Codec::Binary.encode(&Add { a: 20, b: 22 }).unwrap();
+    let response = service
+        .call(
+            "add",
+            arguments,
+            &[("content-type", "application/x-ferry-binary")],
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/x-ferry-binary"
+    );
+    assert_eq!(
+        Codec::Binary
+            .decode::<i64>(&response.bytes().await.unwrap())
+            .unwrap(),
+        42
+    );
+
+    let response = service
+        .call(
+            "add",
+            r#"{"a": 2, "b": 3}"#,
+            &[
+                ("content-type", "application/json"),
+                ("accept", "application/x-ferry-binary"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        Codec::Binary
+            .decode::<i64>(&response.bytes().await.unwrap())
+            .unwrap(),
+        5
+    );
+
+    let response = service
+        .call("add", "{}", &[("content-type", "text/csv")])
+        .await;
+    assert_eq!(response.status(), 415);
+}
+
+#[tokio::test]
+async fn failures_carry_their_kind() {
+    let service = Service::start(&[]);
+    let (status, kind, error) = service.failure("add", r#"{"a": 1, "b": "x"}"#).await;
+    assert_eq!((status, kind.as_str()), (400, "bad_input"));
+    assert!(
+        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
+        "{error}"
+    );
+
+    let (status, kind, error) = service.failure("require_even", r#"{"n": 3}"#).await;
+    assert_eq!((status, kind.as_str()), (422, "user"));
+    assert!(matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"));
+
+    let (status, _, error) = service
+        .failure("explode", r#"{"message": "http boom"}"#)
+        .await;
+    assert_eq!(status, 500);
+    assert!(matches!(error.kind(), ErrorKind::Panic { message } if message == "http boom"));
+
+    let (status, _, error) = service.failure("sleep_async", r#"{"ms": 5000}"#).await;
+    assert_eq!(status, 504);
+    assert!(matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }));
+
+    let (status, _, error) = service.failure("nope", "{}").await;
+    assert_eq!(status, 404);
+    assert!(matches!(error.kind(), ErrorKind::UnknownFunction { .. }));
+}
+
+#[tokio::test]
+async fn liveness_and_readiness() {
+    let service = Service::start(&[]);
+    for path in ["/healthz", "/readyz", "/_/health", "/_/ready"] {
+        let status = service
+            .http
+            .get(format!("{}{path}", service.base))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 200, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_bearer_token_guards_the_functions() {
+    let service = Service::start(&[("FERRY_AUTH_TOKEN", "s3cret")]);
+    let body = r#"{"a": 1, "b": 2}"#;
+    assert_eq!(service.call("add", body, &[]).await.status(), 401);
+    assert_eq!(
+        service
+            .call("add", body, &[("authorization", "Bearer wrong!")])
+            .await
+            .status(),
+        401
+    );
+    let response = service
+        .call("add", body, &[("authorization", "Bearer s3cret")])
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "3");
+    // Probes need no token.
+    let status = service
+        .http
+        .get(format!("{}/healthz", service.base))
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused() {
+    let service = Service::start(&[("FERRY_HTTP_MAX_BODY", "1024")]);
+    let big = format!(r#"{{"data": [{}]}}"#, vec!["7"; 2000].join(","));
+    let (status, kind, error) = service.failure("byte_len", &big).await;
+    assert_eq!((status, kind.as_str()), (413, "payload_too_large"));
+    assert!(matches!(
+        error.kind(),
+        ErrorKind::PayloadTooLarge { limit: 1024, .. }
+    ));
+    assert_eq!(
+        service.json("byte_len", r#"{"data": [1, 2, 3]}"#).await,
+        (200, "3".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn sigterm_drains_in_flight_work_then_exits() {
+    let mut service = Service::start(&[]);
+    let in_flight = service.call("sleep_async", r#"{"ms": 250}"#, &[]);
+    let terminate = async {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        // SAFETY: sends SIGTERM to the service's own process.
+        unsafe { libc::kill(service.child.id() as libc::pid_t, libc::SIGTERM) };
+    };
+    let (response, ()) = tokio::join!(in_flight, terminate);
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "250");
+    let started = Instant::now();
+    loop {
+        if let Some(status) = service.child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the service did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

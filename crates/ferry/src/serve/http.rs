@@ -1,0 +1,283 @@
+//! HTTP service mode (`FERRY_ROLE=http`) for Knative, Cloud Run and OpenFaaS (of-watchdog
+//! `mode=http`): every function of the program behind one HTTP server on `$PORT`.
+//!
+//! - `POST /functions/{name or id}`: the body is the arguments, encoded as its `Content-Type`
+//!   says (`application/json`, the default, or `application/x-ferry-binary`); the output comes
+//!   back in the codec `Accept` asks for (default: the request's). An empty JSON body is `{}`.
+//! - A failure is the JSON of [`crate::Error`] with a status by kind (400 bad input, 401 missing
+//!   token, 404 unknown function, 413 too large, 422 user error, 500 panic, 502 crash,
+//!   504 timeout) and the kind in `X-Ferry-Error`, so a ferry client rebuilds the same error.
+//! - `GET /healthz` (liveness) and `GET /readyz` (readiness: 503 while draining), also as
+//!   OpenFaaS's `/_/health` and `/_/ready`.
+//! - Bodies above `FERRY_HTTP_MAX_BODY` bytes (default 6 MiB, Lambda's limit) are refused with 413.
+//! - With `FERRY_AUTH_TOKEN` set, function routes need `Authorization: Bearer <token>`.
+//! - SIGTERM stops accepting connections, lets in-flight invocations finish, then exits.
+//! - Each function runs at most its `concurrency` invocations at once; more wait their turn.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::Semaphore;
+
+use crate::backend::Placement;
+use crate::wire::Envelope;
+use crate::{Codec, Context, Error, ErrorKind, Registry};
+
+/// Lambda's synchronous payload limit, a sensible default for any function endpoint.
+const DEFAULT_MAX_BODY: usize = 6 << 20;
+
+pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match crate::run::runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let address = settings.address;
+    let served = runtime.block_on(async move { tokio::spawn(serve_on(registry, settings)).await });
+    match served {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(error)) => {
+            eprintln!("error: http service on {address}: {error}");
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("error: http service stopped: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+struct Settings {
+    address: SocketAddr,
+    max_body: usize,
+    token: Option<String>,
+}
+
+impl Settings {
+    fn from_env() -> Result<Self, String> {
+        let max_body = match std::env::var("FERRY_HTTP_MAX_BODY") {
+            Ok(text) => text.trim().parse().map_err(|_| {
+                format!("`FERRY_HTTP_MAX_BODY` must be a number of bytes, not `{text}`")
+            })?,
+            Err(_) => DEFAULT_MAX_BODY,
+        };
+        Ok(Self {
+            address: super::listen_address()?,
+            max_body,
+            token: std::env::var("FERRY_AUTH_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+        })
+    }
+}
+
+struct Service {
+    registry: &'static Registry,
+    ctx: Context,
+    token: Option<String>,
+    max_body: usize,
+    draining: AtomicBool,
+    slots: HashMap<&'static str, Semaphore>,
+}
+
+async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(settings.address).await?;
+    super::announce(&listener)?;
+    let service = Arc::new(Service {
+        registry,
+        ctx: Context::inline(),
+        token: settings.token,
+        max_body: settings.max_body,
+        draining: AtomicBool::new(false),
+        slots: registry
+            .iter()
+            .map(|r| {
+                let d = r.descriptor();
+                (d.id, Semaphore::new(d.config.concurrency.max(1) as usize))
+            })
+            .collect(),
+    });
+    let draining = service.clone();
+    axum::serve(listener, router(service))
+        .with_graceful_shutdown(async move {
+            super::shutdown_signal().await;
+            draining.draining.store(true, Ordering::Release);
+            tracing::info!("draining: no new connections, finishing in-flight invocations");
+        })
+        .await
+}
+
+fn router(service: Arc<Service>) -> Router {
+    let max_body = service.max_body;
+    Router::new()
+        .route("/functions/{function}", post(invoke))
+        .route("/healthz", get(healthy))
+        .route("/_/health", get(healthy))
+        .route("/readyz", get(ready))
+        .route("/_/ready", get(ready))
+        // The handler reads the body under `max_body` itself and answers 413 with a ferry error.
+        .layer(DefaultBodyLimit::max(max_body.saturating_add(1)))
+        .with_state(service)
+}
+
+async fn healthy() -> StatusCode {
+    StatusCode::OK
+}
+
+async fn ready(State(service): State<Arc<Service>>) -> StatusCode {
+    if service.draining.load(Ordering::Acquire) {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    }
+}
+
+async fn invoke(
+    State(service): State<Arc<Service>>,
+    Path(function): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    if let Some(token) = &service.token {
+        if !authorized(&headers, token) {
+            let error = Error::config("missing or wrong bearer token");
+            return failure(StatusCode::UNAUTHORIZED, &error);
+        }
+    }
+    let request_codec = match codec_of(headers.get(header::CONTENT_TYPE)) {
+        Ok(codec) => codec,
+        Err(error) => return failure(StatusCode::UNSUPPORTED_MEDIA_TYPE, &error),
+    };
+    let response_codec = match headers.get(header::ACCEPT) {
+        Some(accept) if accept.as_bytes() != b"*/*" => {
+            codec_of(Some(accept)).unwrap_or(request_codec)
+        }
+        _ => request_codec,
+    };
+    let body = match axum::body::to_bytes(body, service.max_body).await {
+        Ok(body) => body,
+        Err(_) => {
+            let error = Error::new(ErrorKind::PayloadTooLarge {
+                size: service.max_body as u64 + 1,
+                limit: service.max_body as u64,
+            })
+            .in_function(&function);
+            return failure(StatusCode::PAYLOAD_TOO_LARGE, &error);
+        }
+    };
+    let registration = match service.registry.lookup(&function) {
+        Ok(registration) => registration,
+        Err(error) => return failure(status_of(&error), &error),
+    };
+    let descriptor = registration.descriptor();
+    let mut envelope = Envelope::new(descriptor.id, request_codec);
+    envelope.reply_codec = Some(response_codec);
+    envelope.trace = ["traceparent", "x-request-id", "x-amzn-trace-id"]
+        .iter()
+        .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+        .map(str::to_owned);
+    let _slot = match service.slots.get(descriptor.id) {
+        Some(slots) => slots.acquire().await.ok(),
+        None => None,
+    };
+    let (result, _) =
+        crate::backend::execute(&service.ctx, registration, &envelope, body, Placement::Here).await;
+    match result {
+        Ok(output) => {
+            let mut response = (StatusCode::OK, output).into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(response_codec.content_type()),
+            );
+            response
+        }
+        Err(error) => failure(status_of(&error), &error),
+    }
+}
+
+fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    // Constant time in the token's length: no early exit on the first differing byte.
+    given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
+}
+
+fn codec_of(value: Option<&HeaderValue>) -> Result<Codec, Error> {
+    let Some(value) = value else {
+        return Ok(Codec::Json);
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim();
+    match media {
+        "" | "application/json" | "text/json" | "text/plain" => Ok(Codec::Json),
+        "application/x-ferry-binary" | "application/octet-stream" => Ok(Codec::Binary),
+        other => Err(Error::config(format!(
+            "unsupported media type `{other}`: use `application/json` or `application/x-ferry-binary`"
+        ))),
+    }
+}
+
+fn status_of(error: &Error) -> StatusCode {
+    match error.kind() {
+        ErrorKind::BadInput { .. } => StatusCode::BAD_REQUEST,
+        ErrorKind::UnknownFunction { .. } => StatusCode::NOT_FOUND,
+        ErrorKind::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::User { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorKind::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        ErrorKind::WorkerCrashed { .. } | ErrorKind::OutOfMemory { .. } => StatusCode::BAD_GATEWAY,
+        ErrorKind::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Config { .. } => StatusCode::NOT_ACCEPTABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// Errors are JSON whatever the codec: every client can read them.
+fn failure(status: StatusCode, error: &Error) -> Response {
+    let body = serde_json::to_vec(error).unwrap_or_default();
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Ok(kind) = serde_json::to_value(error.kind()) {
+        if let Some(kind) = kind.get("kind").and_then(|k| k.as_str()) {
+            if let Ok(value) = HeaderValue::from_str(kind) {
+                headers.insert("x-ferry-error", value);
+            }
+        }
+    }
+    response
+}
