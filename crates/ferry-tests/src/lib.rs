@@ -227,3 +227,9 @@ pub fn activation(ctx: &Context) -> std::collections::BTreeMap<String, String> {
     }
     seen
 }
+
+/// Waits 50 ms without holding a thread: the I/O-bound activation of the OpenWhisk benchmark.
+#[ferry::function(concurrency = 8, timeout = "5s")]
+pub async fn wait_50ms() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}

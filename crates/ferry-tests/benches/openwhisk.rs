@@ -1,0 +1,160 @@
+//! The OpenWhisk Action Interface under load on loopback:
+//!
+//! - a function that waits 50 ms, `/run` from 1 client on a container without intra-concurrency
+//!   against 8 clients on one with `__OW_ALLOW_CONCURRENT=true` (the function allows 8);
+//! - the runtime's own cost per activation: sequential `/run`s of a no-op against the same
+//!   requests to a bare axum handler that answers `{}`.
+//!
+//! `cargo bench -p ferry-tests --bench openwhisk` prints a Markdown table (also written to
+//! `target/ferry-bench/openwhisk.md`).
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const RUN_FOR: Duration = Duration::from_secs(3);
+
+struct Container {
+    child: Child,
+    base: String,
+}
+
+impl Container {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
+            .env("FERRY_ROLE", "openwhisk")
+            .env("FERRY_LISTEN", "127.0.0.1:0")
+            .env_remove("__OW_ALLOW_CONCURRENT")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the action container");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("ferry: listening on ").map(str::to_owned))
+            .expect("the container announces its address");
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, base }
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Activations per second with `clients` keep-alive clients, each running `/run`s back to back.
+async fn throughput(base: &str, clients: usize, value: &Value) -> f64 {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let url = format!("{base}/run");
+        let body = json!({"value": value, "activation_id": "bench"});
+        tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut done = 0u64;
+            while started.elapsed() < RUN_FOR {
+                let response = http.post(&url).json(&body).send().await.expect("run");
+                assert_eq!(response.status(), 200, "{:?}", response.text().await);
+                let _ = response.bytes().await;
+                done += 1;
+            }
+            done
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await.expect("client");
+    }
+    total as f64 / started.elapsed().as_secs_f64()
+}
+
+async fn init(base: &str, body: Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/init"))
+        .json(&body)
+        .send()
+        .await
+        .expect("init");
+    assert_eq!(response.status(), 200);
+}
+
+/// Mean time of one sequential activation, in microseconds.
+async fn sequential_micros(base: &str) -> f64 {
+    let rate = throughput(base, 1, &json!({})).await;
+    1e6 / rate
+}
+
+async fn bare_handler() -> String {
+    use axum::routing::post;
+    let app = axum::Router::new().route("/run", post(|| async { axum::Json(json!({})) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+async fn measure() -> String {
+    let serial = Container::start();
+    init(&serial.base, json!({"value": {"main": "wait_50ms"}})).await;
+    let one = throughput(&serial.base, 1, &json!({})).await;
+
+    let concurrent = Container::start();
+    init(
+        &concurrent.base,
+        json!({"value": {"main": "wait_50ms", "env": {"__OW_ALLOW_CONCURRENT": "true"}}}),
+    )
+    .await;
+    let eight = throughput(&concurrent.base, 8, &json!({})).await;
+    eprintln!("wait 50 ms: 1 client {one:.1}/s, 8 clients {eight:.1}/s");
+
+    let noop = Container::start();
+    init(&noop.base, json!({"value": {"main": "noop"}})).await;
+    let runtime = sequential_micros(&noop.base).await;
+    let bare = sequential_micros(&bare_handler().await).await;
+    eprintln!("no-op /run: ferry {runtime:.1} µs, bare handler {bare:.1} µs");
+
+    let mut report = String::new();
+    let _ = writeln!(report, "| measurement | value |\n|---|---|");
+    let _ = writeln!(
+        report,
+        "| wait 50 ms, concurrency 1, 1 client | {one:.1} activations/s |"
+    );
+    let _ = writeln!(
+        report,
+        "| wait 50 ms, concurrency 8, 8 clients | {eight:.1} activations/s |"
+    );
+    let _ = writeln!(report, "| ratio | {:.2}x |", eight / one);
+    let _ = writeln!(
+        report,
+        "| no-op `/run`, sequential, ferry runtime | {runtime:.1} µs |"
+    );
+    let _ = writeln!(
+        report,
+        "| same requests to a bare axum handler | {bare:.1} µs |"
+    );
+    let _ = writeln!(
+        report,
+        "| runtime overhead per activation | {:.1} µs |",
+        runtime - bare
+    );
+    report
+}
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let report = runtime
+        .block_on(async { tokio::spawn(measure()).await })
+        .expect("measurement");
+    println!("\n{report}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("openwhisk.md"), &report);
+}
