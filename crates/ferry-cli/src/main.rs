@@ -21,6 +21,8 @@ struct Cli {
 enum Command {
     /// Print the functions of a ferry program as JSON.
     Manifest(commands::manifest::Args),
+    /// Serve /init and /run for any ActionLoop executable, with warm copies in parallel.
+    ActionloopHost(commands::actionloop_host::Args),
 }
 
 /// Exit codes: 0 success, 1 the command failed, 2 bad usage (clap's own).
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Manifest(args) => commands::manifest::run(&args),
+        Command::ActionloopHost(args) => commands::actionloop_host::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

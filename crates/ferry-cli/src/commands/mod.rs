@@ -1,3 +1,4 @@
 //! One module per subcommand.
 
+pub mod actionloop_host;
 pub mod manifest;
