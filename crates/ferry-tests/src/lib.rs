@@ -233,3 +233,9 @@ pub fn activation(ctx: &Context) -> std::collections::BTreeMap<String, String> {
 pub async fn wait_50ms() {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
+
+/// A text of `len` bytes: outputs too large for some transports.
+#[ferry::function(concurrency = 4)]
+pub fn repeat_text(len: usize) -> String {
+    "x".repeat(len)
+}

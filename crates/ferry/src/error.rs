@@ -14,6 +14,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Why an invocation (or a ferry operation) failed, with the function and invocation it concerns.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Error {
+    /// Flattened: `{"kind": "user", "message": …, "function": …}`.
+    #[serde(flatten)]
     kind: ErrorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     function: Option<String>,
@@ -276,6 +278,16 @@ mod tests {
         assert_eq!(
             Error::timeout(Duration::from_millis(1500)).to_string(),
             "timed out after 1500 ms"
+        );
+    }
+
+    #[test]
+    fn json_is_flat() {
+        let error = Error::bad_input("b", "expected i64").in_function("app::add");
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "bad_input", "path": "b", "message": "expected i64", "function": "app::add"})
         );
     }
 

@@ -16,6 +16,7 @@ pub(crate) const ROLE_MANIFEST: &str = "manifest";
 pub(crate) const ROLE_OPENWHISK: &str = "openwhisk";
 pub(crate) const ROLE_ACTIONLOOP: &str = "actionloop";
 pub(crate) const ROLE_HTTP: &str = "http";
+pub(crate) const ROLE_LAMBDA: &str = "lambda";
 
 /// What this process was started as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,12 +35,16 @@ pub enum Role {
     ActionLoop,
     /// Serves every function over HTTP on `$PORT` (`FERRY_ROLE=http`).
     Http,
+    /// The AWS Lambda custom runtime (`FERRY_ROLE=lambda`, or detected: `AWS_LAMBDA_RUNTIME_API`
+    /// is set).
+    Lambda,
 }
 
 impl Role {
     /// The role named by `FERRY_ROLE` (unset or empty: the host).
     pub fn from_env() -> Result<Self, String> {
         match std::env::var(ROLE_VAR).as_deref() {
+            Err(_) | Ok("") if crate::serve::lambda::started_by_lambda() => Ok(Self::Lambda),
             Err(_) | Ok("") if crate::serve::actionloop::started_by_proxy() => Ok(Self::ActionLoop),
             Err(_) | Ok("" | "host") => Ok(Self::Host),
             Ok(ROLE_LOCAL_WORKER) if inherited_worker_role() => Ok(Self::Host),
@@ -48,8 +53,9 @@ impl Role {
             Ok(ROLE_OPENWHISK) => Ok(Self::OpenWhisk),
             Ok(ROLE_ACTIONLOOP) => Ok(Self::ActionLoop),
             Ok(ROLE_HTTP) => Ok(Self::Http),
+            Ok(ROLE_LAMBDA) => Ok(Self::Lambda),
             Ok(other) => Err(format!(
-                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}`, `{ROLE_ACTIONLOOP}`, `{ROLE_HTTP}` or `{ROLE_MANIFEST}`"
+                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}`, `{ROLE_ACTIONLOOP}`, `{ROLE_HTTP}`, `{ROLE_LAMBDA}` or `{ROLE_MANIFEST}`"
             )),
         }
     }
@@ -104,6 +110,7 @@ where
         Role::OpenWhisk => crate::serve::openwhisk::serve(registry),
         Role::ActionLoop => crate::serve::actionloop::serve(registry),
         Role::Http => crate::serve::http::serve(registry),
+        Role::Lambda => crate::serve::lambda::serve(registry),
         Role::Host => {
             let runtime = match runtime() {
                 Ok(runtime) => runtime,

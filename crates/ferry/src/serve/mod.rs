@@ -3,10 +3,12 @@
 //! - `local`: the embedded platform's workers (a Unix socket on fd 3);
 //! - `openwhisk`: the OpenWhisk Action Interface (`/init` and `/run` over HTTP);
 //! - `actionloop`: an executable under OpenWhisk's ActionLoop proxy (stdin lines, fd 3 results);
-//! - `http`: every function behind one HTTP server (Knative, Cloud Run, OpenFaaS).
+//! - `http`: every function behind one HTTP server (Knative, Cloud Run, OpenFaaS);
+//! - `lambda`: the AWS Lambda custom runtime (`bootstrap`).
 
 pub(crate) mod actionloop;
 pub(crate) mod http;
+pub(crate) mod lambda;
 pub(crate) mod local;
 pub(crate) mod openwhisk;
 

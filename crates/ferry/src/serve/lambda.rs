@@ -1,0 +1,284 @@
+//! AWS Lambda custom runtime: the program's binary is `bootstrap` (`FERRY_ROLE=lambda`, or
+//! recognised by `AWS_LAMBDA_RUNTIME_API` being set).
+//!
+//! - `_HANDLER` names the function (id or name; the only function when empty). An unknown
+//!   handler is reported on `/runtime/init/error` and the runtime exits.
+//! - The loop over `/runtime/invocation/next` stays warm; `AWS_LAMBDA_MAX_CONCURRENCY` > 1 runs
+//!   that many loops at once (Lambda Managed Instances), at most the function's `concurrency`.
+//! - The event is the function's arguments as JSON (`null` or empty for none). The request id,
+//!   deadline, function ARN and trace id come from the headers; the trace id is exported as
+//!   `_X_AMZN_TRACE_ID` when loops cannot overlap, and all of them reach the function as
+//!   invocation metadata.
+//! - The output goes to `/response`; a failure to `/error` as `{"errorMessage", "errorType",
+//!   "stackTrace": [], "ferry": <the ferry error>}` with `Lambda-Runtime-Function-Error-Type`.
+//!   An output over Lambda's 6 MB response limit becomes a `Function.ResponseSizeTooLarge`
+//!   error rather than a rejected response.
+//! - Nothing is printed on stdout: results travel only through the API, logs go to stderr.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use serde_json::json;
+
+use crate::backend::Placement;
+use crate::registry::Registration;
+use crate::wire::Envelope;
+use crate::{Codec, Context, Error, ErrorKind, Registry};
+
+/// Lambda's limit on a synchronous response.
+pub(crate) const MAX_RESPONSE: usize = 6 * 1024 * 1024;
+
+/// Whether this process was started by Lambda (or an emulator of its Runtime API).
+pub(crate) fn started_by_lambda() -> bool {
+    std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some_and(|v| !v.is_empty())
+}
+
+pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
+    let Some(api) = std::env::var("AWS_LAMBDA_RUNTIME_API")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        eprintln!("error: the lambda runtime needs AWS_LAMBDA_RUNTIME_API");
+        return ExitCode::from(2);
+    };
+    // Lambda gives `host:port`; emulators may give a full URL with a path prefix.
+    let base = if api.starts_with("http://") || api.starts_with("https://") {
+        format!("{}/2018-06-01", api.trim_end_matches('/'))
+    } else {
+        format!("http://{api}/2018-06-01")
+    };
+    let runtime = match crate::run::runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runtime.block_on(async move { tokio::spawn(run(registry, base)).await });
+    match outcome {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(message)) => {
+            eprintln!("error: lambda runtime: {message}");
+            ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("error: lambda runtime stopped: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
+    // The `/next` long poll has no client timeout: Lambda freezes the process meanwhile.
+    let client = reqwest::Client::builder()
+        .pool_idle_timeout(None)
+        .build()
+        .map_err(|e| format!("cannot build the http client: {e}"))?;
+    let handler = std::env::var("_HANDLER").unwrap_or_default();
+    let registration = match pick_handler(registry, &handler) {
+        Ok(registration) => registration,
+        Err(error) => {
+            let body = json!({
+                "errorMessage": error.to_string(),
+                "errorType": "Runtime.HandlerNotFound",
+                "stackTrace": [],
+            });
+            let _ = client
+                .post(format!("{base}/runtime/init/error"))
+                .header(
+                    "Lambda-Runtime-Function-Error-Type",
+                    "Runtime.HandlerNotFound",
+                )
+                .json(&body)
+                .send()
+                .await;
+            return Err(error.to_string());
+        }
+    };
+    let allowed = std::env::var("AWS_LAMBDA_MAX_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let loops = allowed.min(registration.descriptor().config.concurrency.max(1));
+    tracing::info!(
+        function = registration.descriptor().id,
+        loops,
+        "lambda runtime ready"
+    );
+    let ctx = Context::inline();
+    let mut tasks = Vec::new();
+    for _ in 0..loops {
+        let (client, base, ctx) = (client.clone(), base.clone(), ctx.clone());
+        tasks.push(tokio::spawn(async move {
+            serve_invocations(&client, &base, &ctx, registration, loops == 1).await
+        }));
+    }
+    for task in tasks {
+        task.await.map_err(|e| e.to_string())??;
+    }
+    Ok(())
+}
+
+fn pick_handler(
+    registry: &'static Registry,
+    handler: &str,
+) -> Result<&'static Registration, Error> {
+    // `bootstrap`-style handlers (`bootstrap`, `hello.handler`) name nothing ferry knows: fall
+    // back to the only function.
+    if let Ok(registration) = registry.lookup(handler) {
+        return Ok(registration);
+    }
+    let mut all = registry.iter();
+    match (all.next(), all.next()) {
+        (Some(only), None) => Ok(only),
+        _ => registry.lookup(handler).map_err(|e| {
+            Error::config(format!(
+                "`_HANDLER` must name one of this program's functions ({e})"
+            ))
+        }),
+    }
+}
+
+async fn serve_invocations(
+    client: &reqwest::Client,
+    base: &str,
+    ctx: &Context,
+    registration: &'static Registration,
+    alone: bool,
+) -> Result<(), String> {
+    loop {
+        let next = client
+            .get(format!("{base}/runtime/invocation/next"))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the runtime api: {e}"))?;
+        if !next.status().is_success() {
+            return Err(format!(
+                "the runtime api answered /next with {}",
+                next.status()
+            ));
+        }
+        let header = |name: &str| {
+            next.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let Some(request_id) = header("lambda-runtime-aws-request-id") else {
+            return Err("an invocation without Lambda-Runtime-Aws-Request-Id".to_owned());
+        };
+        let mut envelope = Envelope::new(registration.descriptor().id, Codec::Json);
+        envelope.deadline_ms = header("lambda-runtime-deadline-ms")
+            .and_then(|d| d.parse::<u64>().ok())
+            .map(absolute_deadline);
+        envelope.trace = header("lambda-runtime-trace-id");
+        envelope
+            .metadata
+            .insert("aws_request_id".to_owned(), request_id.clone());
+        if let Some(arn) = header("lambda-runtime-invoked-function-arn") {
+            envelope
+                .metadata
+                .insert("invoked_function_arn".to_owned(), arn);
+        }
+        if let Some(trace) = &envelope.trace {
+            envelope
+                .metadata
+                .insert("_X_AMZN_TRACE_ID".to_owned(), trace.clone());
+            if alone {
+                // SAFETY: with one loop no invocation runs concurrently, and ferry's own threads
+                // do not read the environment; the Lambda contract asks for this variable.
+                unsafe { std::env::set_var("_X_AMZN_TRACE_ID", trace) };
+            }
+        }
+        let event = next
+            .bytes()
+            .await
+            .map_err(|e| format!("cannot read the event: {e}"))?;
+        let event = if event.trim_ascii() == b"null" {
+            Bytes::new()
+        } else {
+            event
+        };
+        let (result, _) =
+            crate::backend::execute(ctx, registration, &envelope, event, Placement::Here).await;
+        let result = result.and_then(|output| {
+            if output.len() > MAX_RESPONSE {
+                Err(Error::new(ErrorKind::PayloadTooLarge {
+                    size: output.len() as u64,
+                    limit: MAX_RESPONSE as u64,
+                })
+                .in_function(registration.descriptor().id))
+            } else {
+                Ok(output)
+            }
+        });
+        let posted = match result {
+            Ok(output) => {
+                client
+                    .post(format!("{base}/runtime/invocation/{request_id}/response"))
+                    .header("content-type", "application/json")
+                    .body(output)
+                    .send()
+                    .await
+            }
+            Err(error) => {
+                let error_type = error_type(&error);
+                tracing::warn!(%request_id, %error, "invocation failed");
+                client
+                    .post(format!("{base}/runtime/invocation/{request_id}/error"))
+                    .header("Lambda-Runtime-Function-Error-Type", error_type)
+                    .json(&json!({
+                        "errorMessage": error.to_string(),
+                        "errorType": error_type,
+                        "stackTrace": [],
+                        "ferry": error,
+                    }))
+                    .send()
+                    .await
+            }
+        };
+        if let Err(error) = posted {
+            return Err(format!("cannot post the result of {request_id}: {error}"));
+        }
+    }
+}
+
+/// Lambda sends the deadline in ms since the Unix epoch; some emulators send the time left.
+/// No real deadline lies before 2001, so a smaller number is read as a duration from now.
+fn absolute_deadline(value: u64) -> u64 {
+    const YEAR_2001_MS: u64 = 978_307_200_000;
+    if value >= YEAR_2001_MS {
+        return value;
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis() as u64;
+    now.saturating_add(value)
+}
+
+fn error_type(error: &Error) -> &'static str {
+    match error.kind() {
+        ErrorKind::PayloadTooLarge { .. } => "Function.ResponseSizeTooLarge",
+        ErrorKind::BadInput { .. } => "ferry.BadInput",
+        ErrorKind::User { .. } => "ferry.User",
+        ErrorKind::Panic { .. } => "ferry.Panic",
+        ErrorKind::Timeout { .. } => "ferry.Timeout",
+        ErrorKind::UnknownFunction { .. } => "ferry.UnknownFunction",
+        _ => "ferry.Error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::absolute_deadline;
+
+    #[test]
+    fn deadlines_as_epoch_or_as_time_left() {
+        assert_eq!(absolute_deadline(1_900_000_000_000), 1_900_000_000_000);
+        let relative = absolute_deadline(600_000);
+        assert!(relative > 1_700_000_000_000, "{relative}");
+    }
+}
