@@ -92,13 +92,29 @@ async fn sequential_micros(base: &str) -> f64 {
     1e6 / rate
 }
 
-async fn bare_handler() -> String {
+/// A bare axum handler answering `{}`, in its own process like the runtime: this benchmark
+/// binary started again with `BARE_HANDLER` set. Returns its base URL and the process.
+fn bare_handler() -> (String, Child) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("BARE_HANDLER", "1")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bare handler");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let base = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
+        .expect("the bare handler announces its address");
+    (base, child)
+}
+
+async fn serve_bare_handler() {
     use axum::routing::post;
     let app = axum::Router::new().route("/run", post(|| async { axum::Json(json!({})) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    base
+    eprintln!("listening on http://{}", listener.local_addr().unwrap());
+    let _ = axum::serve(listener, app).await;
 }
 
 async fn measure() -> String {
@@ -118,7 +134,10 @@ async fn measure() -> String {
     let noop = Container::start();
     init(&noop.base, json!({"value": {"main": "noop"}})).await;
     let runtime = sequential_micros(&noop.base).await;
-    let bare = sequential_micros(&bare_handler().await).await;
+    let (bare_base, mut bare_process) = bare_handler();
+    let bare = sequential_micros(&bare_base).await;
+    let _ = bare_process.kill();
+    let _ = bare_process.wait();
     eprintln!("no-op /run: ferry {runtime:.1} µs, bare handler {bare:.1} µs");
 
     let mut report = String::new();
@@ -138,7 +157,7 @@ async fn measure() -> String {
     );
     let _ = writeln!(
         report,
-        "| same requests to a bare axum handler | {bare:.1} µs |"
+        "| same requests to a bare axum handler in its own process | {bare:.1} µs |"
     );
     let _ = writeln!(
         report,
@@ -150,6 +169,10 @@ async fn measure() -> String {
 
 fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    if std::env::var_os("BARE_HANDLER").is_some() {
+        runtime.block_on(async { tokio::spawn(serve_bare_handler()).await.ok() });
+        return;
+    }
     let report = runtime
         .block_on(async { tokio::spawn(measure()).await })
         .expect("measurement");
