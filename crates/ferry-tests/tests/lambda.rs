@@ -2,114 +2,19 @@
 //! `cargo lambda watch --only-lambda-apis` (crates.io / PyPI `cargo-lambda`; `scripts/test.sh`
 //! installs it). The fixture program is the `bootstrap`, started with the variables Lambda sets.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::Emulator;
+
 use serde_json::{Value, json};
-
-struct Emulator {
-    child: Child,
-    port: u16,
-}
-
-impl Emulator {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let child = Command::new("cargo")
-            .args([
-                "lambda",
-                "watch",
-                "--only-lambda-apis",
-                "-A",
-                "127.0.0.1",
-                "-P",
-                &port.to_string(),
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect(
-                "cargo-lambda is installed (`pip install cargo-lambda`; scripts/test.sh does it)",
-            );
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the emulator never listened"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Self { child, port }
-    }
-
-    /// Starts the fixture as the Lambda `bootstrap` for `handler`.
-    fn bootstrap(&self, handler: &str, extra: &[(&str, &str)]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
-            .env_remove("FERRY_ROLE")
-            .env(
-                "AWS_LAMBDA_RUNTIME_API",
-                format!("http://127.0.0.1:{}/.rt", self.port),
-            )
-            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-            .env("_HANDLER", handler)
-            .envs(extra.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the bootstrap")
-    }
-
-    async fn invoke(&self, event: &Value) -> (u16, Option<String>, String) {
-        let response = tokio::time::timeout(
-            Duration::from_secs(30),
-            reqwest::Client::new()
-                .post(format!(
-                    "http://127.0.0.1:{}/2015-03-31/functions/_/invocations",
-                    self.port
-                ))
-                .json(event)
-                .send(),
-        )
-        .await
-        .expect("the invocation hung")
-        .expect("invoke");
-        let status = response.status().as_u16();
-        let function_error = response
-            .headers()
-            .get("x-amz-function-error")
-            .map(|v| v.to_str().unwrap().to_owned());
-        (status, function_error, response.text().await.unwrap())
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Bootstrap(Child);
-
-impl Drop for Bootstrap {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[tokio::test]
 async fn invocations_are_answered_by_a_warm_bootstrap() {
     let emulator = Emulator::start();
-    let mut runtime = Bootstrap(emulator.bootstrap("add", &[]));
+    let mut runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "add", &[]);
     for i in 0..3 {
         let (status, _, body) = emulator.invoke(&json!({"a": 40, "b": i})).await;
         assert_eq!((status, body), (200, (40 + i).to_string()));
@@ -123,7 +28,7 @@ async fn invocations_are_answered_by_a_warm_bootstrap() {
 #[tokio::test]
 async fn failures_are_posted_as_errors_with_their_kind() {
     let emulator = Emulator::start();
-    let _runtime = Bootstrap(emulator.bootstrap("require_even", &[]));
+    let _runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "require_even", &[]);
     let (_, function_error, body) = emulator.invoke(&json!({"n": 7})).await;
     let body: Value = serde_json::from_str(&body).expect("an error document");
     assert_eq!(body["errorType"], "ferry.User", "{body} {function_error:?}");
@@ -144,7 +49,7 @@ async fn failures_are_posted_as_errors_with_their_kind() {
 #[tokio::test]
 async fn context_comes_from_the_headers_and_the_deadline_holds() {
     let emulator = Emulator::start();
-    let _runtime = Bootstrap(emulator.bootstrap("activation", &[]));
+    let _runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "activation", &[]);
     let (status, _, body) = emulator.invoke(&json!({})).await;
     assert_eq!(status, 200, "{body}");
     let metadata: Value = serde_json::from_str(&body).unwrap();
@@ -165,14 +70,14 @@ async fn context_comes_from_the_headers_and_the_deadline_holds() {
 
     // The emulator sends the time left rather than an epoch deadline; both must work.
     let emulator = Emulator::start();
-    let _runtime = Bootstrap(emulator.bootstrap("sleep_async", &[]));
+    let _runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "sleep_async", &[]);
     assert_eq!(emulator.invoke(&json!({"ms": 20})).await.2, "20");
 }
 
 #[tokio::test]
 async fn a_null_event_runs_a_function_without_parameters() {
     let emulator = Emulator::start();
-    let _runtime = Bootstrap(emulator.bootstrap("hello", &[]));
+    let _runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "hello", &[]);
     assert_eq!(
         emulator.invoke(&Value::Null).await.2,
         r#""hello from a worker""#
@@ -186,7 +91,8 @@ async fn a_null_event_runs_a_function_without_parameters() {
 #[tokio::test]
 async fn an_unknown_handler_is_an_init_error() {
     let emulator = Emulator::start();
-    let mut runtime = Bootstrap(emulator.bootstrap("no_such_handler", &[]));
+    let mut runtime =
+        emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "no_such_handler", &[]);
     let started = Instant::now();
     let status = loop {
         if let Some(status) = runtime.0.try_wait().unwrap() {
@@ -210,7 +116,7 @@ async fn an_unknown_handler_is_an_init_error() {
 #[tokio::test]
 async fn responses_over_six_megabytes_are_a_clear_error() {
     let emulator = Emulator::start();
-    let _runtime = Bootstrap(emulator.bootstrap("repeat_text", &[]));
+    let _runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "repeat_text", &[]);
     let (_, _, body) = emulator.invoke(&json!({"len": 7_000_000})).await;
     let body: Value = serde_json::from_str(&body).expect("an error document");
     assert_eq!(body["errorType"], "Function.ResponseSizeTooLarge", "{body}");
@@ -220,7 +126,11 @@ async fn responses_over_six_megabytes_are_a_clear_error() {
 #[tokio::test]
 async fn max_concurrency_runs_loops_side_by_side() {
     let emulator = Emulator::start();
-    let _runtime = Bootstrap(emulator.bootstrap("overlap", &[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]));
+    let _runtime = emulator.bootstrap(
+        env!("CARGO_BIN_EXE_ferry-fixture"),
+        "overlap",
+        &[("AWS_LAMBDA_MAX_CONCURRENCY", "8")],
+    );
     let event = json!({"ms": 150});
     let invocations = (0..6).map(|_| emulator.invoke(&event));
     let peaks: Vec<u64> = futures::future::join_all(invocations)

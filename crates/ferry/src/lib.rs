@@ -42,6 +42,7 @@ mod registry;
 mod run;
 mod serve;
 pub mod summary;
+pub mod web;
 pub mod wire;
 
 #[doc(hidden)]

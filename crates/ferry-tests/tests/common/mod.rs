@@ -3,7 +3,11 @@
 #![allow(dead_code)]
 
 use std::future::IntoFuture;
-use std::time::Duration;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use ferry::{Context, LocalConfig};
 
@@ -21,4 +25,104 @@ pub async fn bounded<T>(future: impl IntoFuture<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), future)
         .await
         .expect("an invocation hung")
+}
+
+/// `cargo lambda watch --only-lambda-apis`: Lambda's Runtime and Invoke APIs on loopback.
+pub struct Emulator {
+    child: Child,
+    port: u16,
+}
+
+impl Emulator {
+    pub fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let child = Command::new("cargo")
+            .args([
+                "lambda",
+                "watch",
+                "--only-lambda-apis",
+                "-A",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect(
+                "cargo-lambda is installed (`pip install cargo-lambda`; scripts/test.sh does it)",
+            );
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the emulator never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+
+    /// Starts the fixture as the Lambda `bootstrap` for `handler`.
+    pub fn bootstrap(&self, program: &str, handler: &str, extra: &[(&str, &str)]) -> Bootstrap {
+        let child = Command::new(program)
+            .env_remove("FERRY_ROLE")
+            .env(
+                "AWS_LAMBDA_RUNTIME_API",
+                format!("http://127.0.0.1:{}/.rt", self.port),
+            )
+            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("_HANDLER", handler)
+            .envs(extra.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the bootstrap");
+        Bootstrap(child)
+    }
+
+    pub async fn invoke(&self, event: &Value) -> (u16, Option<String>, String) {
+        let response = tokio::time::timeout(
+            Duration::from_secs(30),
+            reqwest::Client::new()
+                .post(format!(
+                    "http://127.0.0.1:{}/2015-03-31/functions/_/invocations",
+                    self.port
+                ))
+                .json(event)
+                .send(),
+        )
+        .await
+        .expect("the invocation hung")
+        .expect("invoke");
+        let status = response.status().as_u16();
+        let function_error = response
+            .headers()
+            .get("x-amz-function-error")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (status, function_error, response.text().await.unwrap())
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `bootstrap` process, killed when the test ends.
+pub struct Bootstrap(pub Child);
+
+impl Drop for Bootstrap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

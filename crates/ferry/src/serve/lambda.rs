@@ -35,18 +35,12 @@ pub(crate) fn started_by_lambda() -> bool {
 }
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    let Some(api) = std::env::var("AWS_LAMBDA_RUNTIME_API")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        eprintln!("error: the lambda runtime needs AWS_LAMBDA_RUNTIME_API");
-        return ExitCode::from(2);
-    };
-    // Lambda gives `host:port`; emulators may give a full URL with a path prefix.
-    let base = if api.starts_with("http://") || api.starts_with("https://") {
-        format!("{}/2018-06-01", api.trim_end_matches('/'))
-    } else {
-        format!("http://{api}/2018-06-01")
+    let base = match api_base() {
+        Ok(base) => base,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
     };
     let runtime = match crate::run::runtime() {
         Ok(runtime) => runtime,
@@ -70,11 +64,7 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 }
 
 async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
-    // The `/next` long poll has no client timeout: Lambda freezes the process meanwhile.
-    let client = reqwest::Client::builder()
-        .pool_idle_timeout(None)
-        .build()
-        .map_err(|e| format!("cannot build the http client: {e}"))?;
+    let client = api_client()?;
     let handler = std::env::var("_HANDLER").unwrap_or_default();
     let registration = match pick_handler(registry, &handler) {
         Ok(registration) => registration,
@@ -149,40 +139,19 @@ async fn serve_invocations(
     alone: bool,
 ) -> Result<(), String> {
     loop {
-        let next = client
-            .get(format!("{base}/runtime/invocation/next"))
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach the runtime api: {e}"))?;
-        if !next.status().is_success() {
-            return Err(format!(
-                "the runtime api answered /next with {}",
-                next.status()
-            ));
-        }
-        let header = |name: &str| {
-            next.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let Some(request_id) = header("lambda-runtime-aws-request-id") else {
-            return Err("an invocation without Lambda-Runtime-Aws-Request-Id".to_owned());
-        };
+        let invocation = next_invocation(client, base).await?;
         let mut envelope = Envelope::new(registration.descriptor().id, Codec::Json);
-        envelope.deadline_ms = header("lambda-runtime-deadline-ms")
-            .and_then(|d| d.parse::<u64>().ok())
-            .map(absolute_deadline);
-        envelope.trace = header("lambda-runtime-trace-id");
+        envelope.deadline_ms = invocation.deadline_ms;
+        envelope.trace = invocation.trace.clone();
         envelope
             .metadata
-            .insert("aws_request_id".to_owned(), request_id.clone());
-        if let Some(arn) = header("lambda-runtime-invoked-function-arn") {
+            .insert("aws_request_id".to_owned(), invocation.request_id.clone());
+        if let Some(arn) = &invocation.arn {
             envelope
                 .metadata
-                .insert("invoked_function_arn".to_owned(), arn);
+                .insert("invoked_function_arn".to_owned(), arn.clone());
         }
-        if let Some(trace) = &envelope.trace {
+        if let Some(trace) = &invocation.trace {
             envelope
                 .metadata
                 .insert("_X_AMZN_TRACE_ID".to_owned(), trace.clone());
@@ -192,57 +161,138 @@ async fn serve_invocations(
                 unsafe { std::env::set_var("_X_AMZN_TRACE_ID", trace) };
             }
         }
-        let event = next
-            .bytes()
-            .await
-            .map_err(|e| format!("cannot read the event: {e}"))?;
-        let event = if event.trim_ascii() == b"null" {
+        let event = if invocation.event.trim_ascii() == b"null" {
             Bytes::new()
         } else {
-            event
+            invocation.event
         };
         let (result, _) =
             crate::backend::execute(ctx, registration, &envelope, event, Placement::Here).await;
-        let result = result.and_then(|output| {
-            if output.len() > MAX_RESPONSE {
-                Err(Error::new(ErrorKind::PayloadTooLarge {
-                    size: output.len() as u64,
-                    limit: MAX_RESPONSE as u64,
-                })
-                .in_function(registration.descriptor().id))
-            } else {
-                Ok(output)
-            }
-        });
-        let posted = match result {
-            Ok(output) => {
-                client
-                    .post(format!("{base}/runtime/invocation/{request_id}/response"))
-                    .header("content-type", "application/json")
-                    .body(output)
-                    .send()
-                    .await
-            }
-            Err(error) => {
-                let error_type = error_type(&error);
-                tracing::warn!(%request_id, %error, "invocation failed");
-                client
-                    .post(format!("{base}/runtime/invocation/{request_id}/error"))
-                    .header("Lambda-Runtime-Function-Error-Type", error_type)
-                    .json(&json!({
-                        "errorMessage": error.to_string(),
-                        "errorType": error_type,
-                        "stackTrace": [],
-                        "ferry": error,
-                    }))
-                    .send()
-                    .await
-            }
-        };
-        if let Err(error) = posted {
-            return Err(format!("cannot post the result of {request_id}: {error}"));
-        }
+        let result = result.map_err(|e| e.in_function(registration.descriptor().id));
+        post_result(client, base, &invocation.request_id, result).await?;
     }
+}
+
+/// The Runtime API's base URL: Lambda gives `host:port`, emulators may give a URL with a path.
+pub(crate) fn api_base() -> Result<String, String> {
+    let api = std::env::var("AWS_LAMBDA_RUNTIME_API")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .ok_or("the lambda runtime needs AWS_LAMBDA_RUNTIME_API")?;
+    Ok(
+        if api.starts_with("http://") || api.starts_with("https://") {
+            format!("{}/2018-06-01", api.trim_end_matches('/'))
+        } else {
+            format!("http://{api}/2018-06-01")
+        },
+    )
+}
+
+/// A client for the Runtime API: no timeout, since `/next` long-polls while Lambda freezes us.
+pub(crate) fn api_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .pool_idle_timeout(None)
+        .build()
+        .map_err(|e| format!("cannot build the http client: {e}"))
+}
+
+/// One invocation handed out by `/runtime/invocation/next`.
+pub(crate) struct NextInvocation {
+    pub request_id: String,
+    pub deadline_ms: Option<u64>,
+    pub trace: Option<String>,
+    pub arn: Option<String>,
+    pub event: Bytes,
+}
+
+/// Waits for the next invocation.
+pub(crate) async fn next_invocation(
+    client: &reqwest::Client,
+    base: &str,
+) -> Result<NextInvocation, String> {
+    let next = client
+        .get(format!("{base}/runtime/invocation/next"))
+        .send()
+        .await
+        .map_err(|e| format!("cannot reach the runtime api: {e}"))?;
+    if !next.status().is_success() {
+        return Err(format!(
+            "the runtime api answered /next with {}",
+            next.status()
+        ));
+    }
+    let header = |name: &str| {
+        next.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let request_id = header("lambda-runtime-aws-request-id")
+        .ok_or("an invocation without Lambda-Runtime-Aws-Request-Id")?;
+    let deadline_ms = header("lambda-runtime-deadline-ms")
+        .and_then(|d| d.parse::<u64>().ok())
+        .map(absolute_deadline);
+    let trace = header("lambda-runtime-trace-id");
+    let arn = header("lambda-runtime-invoked-function-arn");
+    let event = next
+        .bytes()
+        .await
+        .map_err(|e| format!("cannot read the event: {e}"))?;
+    Ok(NextInvocation {
+        request_id,
+        deadline_ms,
+        trace,
+        arn,
+        event,
+    })
+}
+
+/// Posts an invocation's result to `/response`, or its failure to `/error`. An output over
+/// Lambda's 6 MB limit becomes a `Function.ResponseSizeTooLarge` error.
+pub(crate) async fn post_result(
+    client: &reqwest::Client,
+    base: &str,
+    request_id: &str,
+    result: Result<Vec<u8>, Error>,
+) -> Result<(), String> {
+    let result = result.and_then(|output| {
+        if output.len() > MAX_RESPONSE {
+            Err(Error::new(ErrorKind::PayloadTooLarge {
+                size: output.len() as u64,
+                limit: MAX_RESPONSE as u64,
+            }))
+        } else {
+            Ok(output)
+        }
+    });
+    let posted = match result {
+        Ok(output) => {
+            client
+                .post(format!("{base}/runtime/invocation/{request_id}/response"))
+                .header("content-type", "application/json")
+                .body(output)
+                .send()
+                .await
+        }
+        Err(error) => {
+            let error_type = error_type(&error);
+            tracing::warn!(%request_id, %error, "invocation failed");
+            client
+                .post(format!("{base}/runtime/invocation/{request_id}/error"))
+                .header("Lambda-Runtime-Function-Error-Type", error_type)
+                .json(&json!({
+                    "errorMessage": error.to_string(),
+                    "errorType": error_type,
+                    "stackTrace": [],
+                    "ferry": error,
+                }))
+                .send()
+                .await
+        }
+    };
+    posted
+        .map(drop)
+        .map_err(|error| format!("cannot post the result of {request_id}: {error}"))
 }
 
 /// Lambda sends the deadline in ms since the Unix epoch; some emulators send the time left.

@@ -320,7 +320,7 @@ fn failure_response(failure: &Error) -> Response {
 }
 
 /// Ends the activation's logs: flushes what the function wrote, then the sentinel on both streams.
-fn write_sentinels() {
+pub(crate) fn write_sentinels() {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{ACTIVATION_SENTINEL}");
     let _ = stdout.flush();

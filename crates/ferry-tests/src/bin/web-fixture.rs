@@ -1,0 +1,52 @@
+//! One axum router, served unchanged as a plain server, on Lambda and as an OpenWhisk web action.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query};
+use axum::http::HeaderMap;
+use axum::http::header::{CONTENT_TYPE, COOKIE, SET_COOKIE};
+use axum::response::AppendHeaders;
+use axum::routing::{get, post};
+
+fn app() -> Router {
+    Router::new()
+        .route(
+            "/hello/{name}",
+            get(|Path(name): Path<String>, Query(query): Query<HashMap<String, String>>| async move {
+                format!("hello {name}{}", query.get("mark").map_or("", String::as_str))
+            }),
+        )
+        .route(
+            "/bytes",
+            get(|| async { ([(CONTENT_TYPE, "application/octet-stream")], vec![0u8, 159, 146, 150]) }),
+        )
+        .route(
+            "/echo",
+            post(|headers: HeaderMap, body: Bytes| async move {
+                let content_type = headers
+                    .get(CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("application/octet-stream")
+                    .to_owned();
+                ([(CONTENT_TYPE, content_type)], body)
+            }),
+        )
+        .route(
+            "/cookies",
+            get(|headers: HeaderMap| async move {
+                let sent = headers
+                    .get(COOKIE)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                (AppendHeaders([(SET_COOKIE, "session=abc"), (SET_COOKIE, "theme=dark")]), sent)
+            }),
+        )
+}
+
+fn main() -> ExitCode {
+    ferry::web::serve(app())
+}

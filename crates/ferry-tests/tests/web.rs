@@ -1,0 +1,199 @@
+//! One axum router served unchanged three ways (issue #3, web apps): a plain HTTP server, behind
+//! Lambda Function URL / HTTP API v2 events (through `cargo lambda watch`), and as an OpenWhisk
+//! web action.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::Emulator;
+use serde_json::{Value, json};
+
+const WEB: &str = env!("CARGO_BIN_EXE_web-fixture");
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(role: Option<&str>) -> Self {
+        let mut command = Command::new(WEB);
+        command
+            .env("FERRY_LISTEN", "127.0.0.1:0")
+            .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        match role {
+            Some(role) => command.env("FERRY_ROLE", role),
+            None => command.env_remove("FERRY_ROLE"),
+        };
+        let mut child = command.spawn().expect("start the web fixture");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|l| l.strip_prefix("ferry: listening on ").map(str::to_owned))
+            .expect("the server announces its address");
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, base }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn as_a_plain_server() {
+    let server = Server::start(None);
+    let http = reqwest::Client::new();
+    let text = http
+        .get(format!("{}/hello/ferry?mark=!", server.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(text, "hello ferry!");
+    let bytes = http
+        .get(format!("{}/bytes", server.base))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&bytes[..], [0u8, 159, 146, 150]);
+    let response = http
+        .get(format!("{}/cookies", server.base))
+        .header("cookie", "a=1; b=2")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers().get_all("set-cookie").iter().count(), 2);
+    assert_eq!(response.text().await.unwrap(), "a=1; b=2");
+}
+
+fn v2_event(
+    method: &str,
+    path: &str,
+    query: &str,
+    body: Option<(&str, bool)>,
+    cookies: &[&str],
+) -> Value {
+    json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "cookies": cookies,
+        "headers": {"content-type": "application/octet-stream", "x-forwarded-proto": "https"},
+        "requestContext": {"http": {"method": method, "path": path, "sourceIp": "127.0.0.1"}},
+        "body": body.map(|(b, _)| b),
+        "isBase64Encoded": body.is_some_and(|(_, base64)| base64),
+    })
+}
+
+#[tokio::test]
+async fn behind_lambda_http_api_v2_events() {
+    let emulator = Emulator::start();
+    let _runtime = emulator.bootstrap(WEB, "", &[]);
+    let invoke = |event: Value| {
+        let emulator = &emulator;
+        async move {
+            let (status, _, body) =
+                tokio::time::timeout(Duration::from_secs(30), emulator.invoke(&event))
+                    .await
+                    .unwrap();
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<Value>(&body).expect("an http api response")
+        }
+    };
+    let response = invoke(v2_event("GET", "/hello/lambda", "mark=?", None, &[])).await;
+    assert_eq!(response["statusCode"], 200);
+    assert_eq!(response["body"], "hello lambda?");
+    assert_eq!(response["isBase64Encoded"], false);
+
+    let response = invoke(v2_event("GET", "/bytes", "", None, &[])).await;
+    assert_eq!(response["isBase64Encoded"], true);
+    assert_eq!(response["body"], "AJ+Slg==");
+    assert_eq!(
+        response["headers"]["content-type"],
+        "application/octet-stream"
+    );
+
+    // A binary request body arrives base64'd and leaves the same way.
+    let response = invoke(v2_event("POST", "/echo", "", Some(("AJ+Slg==", true)), &[])).await;
+    assert_eq!(
+        (
+            response["body"].as_str(),
+            response["isBase64Encoded"].as_bool()
+        ),
+        (Some("AJ+Slg=="), Some(true))
+    );
+
+    let response = invoke(v2_event("GET", "/cookies", "", None, &["a=1", "b=2"])).await;
+    assert_eq!(response["body"], "a=1; b=2");
+    assert_eq!(response["cookies"], json!(["session=abc", "theme=dark"]));
+
+    let response = invoke(v2_event("GET", "/nowhere", "", None, &[])).await;
+    assert_eq!(response["statusCode"], 404);
+}
+
+#[tokio::test]
+async fn as_an_openwhisk_web_action() {
+    let server = Server::start(Some("openwhisk"));
+    let http = reqwest::Client::new();
+    let post = |route: &'static str, body: Value| {
+        let http = http.clone();
+        let url = format!("{}{route}", server.base);
+        async move {
+            let response = http.post(url).json(&body).send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    assert_eq!(post("/init", json!({"value": {}})).await.0, 200);
+    assert_eq!(post("/init", json!({"value": {}})).await.0, 403);
+
+    let (status, response) = post(
+        "/run",
+        json!({"value": {"__ow_method": "get", "__ow_path": "/hello/whisk", "__ow_query": "mark=.", "__ow_headers": {}}}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(response["statusCode"], 200);
+    assert_eq!(response["body"], "hello whisk.");
+
+    let (_, response) = post(
+        "/run",
+        json!({"value": {"__ow_method": "post", "__ow_path": "/echo",
+            "__ow_headers": {"content-type": "application/octet-stream"}, "__ow_body": "AJ+Slg=="}}),
+    )
+    .await;
+    assert_eq!(response["body"], "AJ+Slg==", "{response}");
+    assert_eq!(
+        response["headers"]["content-type"],
+        "application/octet-stream"
+    );
+
+    let (_, response) = post(
+        "/run",
+        json!({"value": {"__ow_method": "get", "__ow_path": "/cookies", "__ow_headers": {"cookie": "a=1"}}}),
+    )
+    .await;
+    assert_eq!(response["body"], "a=1");
+    assert_eq!(
+        response["headers"]["set-cookie"],
+        json!(["session=abc", "theme=dark"])
+    );
+}
