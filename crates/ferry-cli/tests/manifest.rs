@@ -4,21 +4,21 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// A binary of this workspace, built on demand when the test runs on its own.
+/// A binary of this workspace, built (or found up to date) by cargo.
 fn workspace_binary(package: &str, binary: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_BIN_EXE_ferry"))
         .parent()
         .expect("target dir")
         .to_path_buf();
-    let path = dir.join(binary);
-    if !path.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--package", package, "--bin", binary])
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "cannot build {binary}");
+    // Always ask cargo: a binary left over from an earlier build may be stale.
+    let mut build = Command::new(env!("CARGO"));
+    build.args(["build", "--quiet", "--package", package, "--bin", binary]);
+    if dir.ends_with("release") {
+        build.arg("--release");
     }
-    path
+    let status = build.status().expect("cargo build");
+    assert!(status.success(), "cannot build {binary}");
+    dir.join(binary)
 }
 
 fn ferry(args: &[&str]) -> Output {
@@ -83,6 +83,13 @@ fn works_on_every_example() {
             assert!(id.starts_with(&format!("{example}::")), "{id}");
         }
     }
+}
+
+#[test]
+fn works_on_a_web_app_without_functions() {
+    let manifest = manifest_of("accounts", "accounts");
+    assert_eq!(manifest["manifest_version"], 1);
+    assert_eq!(manifest["functions"], serde_json::json!([]));
 }
 
 #[test]

@@ -142,7 +142,7 @@ fn fail(error: &crate::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn print_manifest() -> ExitCode {
+pub(crate) fn print_manifest() -> ExitCode {
     match crate::Manifest::current() {
         Ok(manifest) => {
             let json = serde_json::to_string_pretty(&manifest).unwrap_or_default();

@@ -43,6 +43,11 @@ const MAX_BODY: usize = 64 << 20;
 
 /// Serves `router` on the platform this process was started on; returns the exit code.
 pub fn serve(router: Router) -> ExitCode {
+    let role = Role::from_env().unwrap_or(Role::Host);
+    if role == Role::Manifest {
+        // A web app is a ferry program too: tools list its functions (often none).
+        return crate::run::print_manifest();
+    }
     let runtime = match crate::run::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -50,7 +55,6 @@ pub fn serve(router: Router) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let role = Role::from_env().unwrap_or(Role::Host);
     let outcome = runtime.block_on(async move {
         tokio::spawn(async move {
             match role {
