@@ -46,12 +46,14 @@ for line in sys.stdin:
 const C_ACTION: &str = r#"
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 int main(void) {
     FILE *results = fdopen(3, "w");
     char line[65536];
     while (fgets(line, sizeof line, stdin)) {
         fprintf(stderr, "c log\n");
-        fprintf(results, "{\"hello\": \"from c\", \"bytes\": %zu}\n", strlen(line));
+        if (strstr(line, "\"sleep\"")) usleep(300000);
+        fprintf(results, "{\"hello\": \"from c\", \"pid\": %d, \"bytes\": %zu}\n", (int)getpid(), strlen(line));
         fflush(results);
     }
     return 0;
@@ -284,5 +286,20 @@ async fn a_c_action_without_ack() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["hello"], "from c");
     }
+    // Overlapping activations are served by different copies at once.
+    let runs = (0..2).map(|_| host.run(json!({"sleep": true})));
+    let pids: std::collections::BTreeSet<u64> = futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .map(|(status, body)| {
+            assert_eq!(status, 200, "{body}");
+            body["pid"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        pids.len(),
+        2,
+        "two overlapping runs need two copies: {pids:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

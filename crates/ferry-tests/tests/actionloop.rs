@@ -157,3 +157,24 @@ fn bad_lines_and_unknown_functions_are_errors_not_exits() {
         "{answer}"
     );
 }
+
+#[test]
+fn the_deadline_of_each_activation_is_enforced() {
+    let mut exec = Exec::start(&[("FERRY_ROLE", "actionloop")]);
+    let deadline = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 100;
+    let started = std::time::Instant::now();
+    let answer = exec.activate(json!({"value": {"ms": 5000}, "action_name": "sleep_async", "deadline": deadline.to_string()}));
+    assert!(
+        answer["error"].as_str().unwrap().contains("timed out"),
+        "{answer}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        exec.activate(json!({"value": {"ms": 1}, "action_name": "sleep_async"})),
+        json!({"result": 1})
+    );
+}

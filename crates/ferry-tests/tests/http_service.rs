@@ -280,3 +280,19 @@ async fn sigterm_drains_in_flight_work_then_exits() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[tokio::test]
+async fn concurrent_requests_run_up_to_the_functions_concurrency() {
+    let service = Service::start(&[]);
+    let requests = (0..6).map(|_| service.json("overlap", r#"{"ms": 80}"#));
+    let peaks: Vec<u64> = futures::future::join_all(requests)
+        .await
+        .into_iter()
+        .map(|(status, body)| {
+            assert_eq!(status, 200, "{body}");
+            body.parse().unwrap()
+        })
+        .collect();
+    // `overlap` allows 2 at once: two requests overlapped, never three.
+    assert_eq!(peaks.iter().max(), Some(&2), "{peaks:?}");
+}

@@ -144,3 +144,28 @@ async fn max_concurrency_runs_loops_side_by_side() {
     // `overlap` allows 2 at once, so 2 loops run: two invocations overlapped, never three.
     assert_eq!(peaks.iter().max(), Some(&2), "{peaks:?}");
 }
+
+#[tokio::test]
+async fn panics_and_timeouts_are_errors_and_the_loop_goes_on() {
+    let emulator = Emulator::start();
+    let _panicking = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "explode", &[]);
+    let (_, _, body) = emulator.invoke(&json!({"message": "lambda boom"})).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["errorType"], "ferry.Panic", "{body}");
+    assert!(
+        body["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains("lambda boom")
+    );
+
+    let emulator = Emulator::start();
+    let _sleeping = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "sleep_async", &[]);
+    let started = Instant::now();
+    let (_, _, body) = emulator.invoke(&json!({"ms": 5000})).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["errorType"], "ferry.Timeout", "{body}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // The same warm loop serves the next invocation.
+    assert_eq!(emulator.invoke(&json!({"ms": 5})).await.2, "5");
+}
