@@ -92,6 +92,7 @@ struct Host {
     child: Child,
     base: String,
     stdout: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
     http: reqwest::Client,
     workdir: PathBuf,
 }
@@ -127,7 +128,13 @@ impl Host {
             .map_while(Result::ok)
             .find_map(|l| l.strip_prefix("ferry: listening on ").map(str::to_owned))
             .expect("the host announces its address");
-        std::thread::spawn(move || stderr.for_each(drop));
+        let stderr_lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr_sink = stderr_lines.clone();
+        std::thread::spawn(move || {
+            for line in stderr.map_while(Result::ok) {
+                stderr_sink.lock().unwrap().push(line);
+            }
+        });
         let stdout = Arc::new(Mutex::new(Vec::new()));
         let sink = stdout.clone();
         let out = child.stdout.take().unwrap();
@@ -140,6 +147,7 @@ impl Host {
             child,
             base,
             stdout,
+            stderr: stderr_lines,
             http: reqwest::Client::new(),
             workdir,
         }
@@ -207,11 +215,12 @@ async fn a_python_action_with_ack_runs_with_sentinels() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["echo"], json!({"n": 1}));
     assert_eq!(body["path"], Value::Null, "the action inherited PATH");
-    // The action's log line, then the sentinel, on stdout.
+    // The action's log line, then the sentinel, on stdout; the sentinel on stderr too.
     let started = Instant::now();
     loop {
         let lines = host.stdout.lock().unwrap().clone();
-        if let Some(at) = lines.iter().position(|l| l == SENTINEL) {
+        let on_stderr = host.stderr.lock().unwrap().iter().any(|l| l == SENTINEL);
+        if let (Some(at), true) = (lines.iter().position(|l| l == SENTINEL), on_stderr) {
             assert!(
                 lines[..at].iter().any(|l| l.starts_with("python log for")),
                 "{lines:?}"
