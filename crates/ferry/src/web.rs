@@ -48,31 +48,13 @@ pub fn serve(router: Router) -> ExitCode {
         // A web app is a ferry program too: tools list its functions (often none).
         return crate::run::print_manifest();
     }
-    let runtime = match crate::run::runtime() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
+    crate::serve::run_to_exit("web app", async move {
+        match role {
+            Role::Lambda => serve_lambda(router).await,
+            Role::OpenWhisk => serve_web_action(router).await,
+            _ => serve_plain(router).await,
         }
-    };
-    let outcome = runtime.block_on(async move {
-        tokio::spawn(async move {
-            match role {
-                Role::Lambda => serve_lambda(router).await,
-                Role::OpenWhisk => serve_web_action(router).await,
-                _ => serve_plain(router).await,
-            }
-        })
-        .await
-        .unwrap_or_else(|e| Err(e.to_string()))
-    });
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
-    }
+    })
 }
 
 async fn serve_plain(router: Router) -> Result<(), String> {

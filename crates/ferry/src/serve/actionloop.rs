@@ -19,8 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::backend::Placement;
 use crate::registry::Registration;
-use crate::wire::Envelope;
-use crate::{Codec, Context, ErrorKind, Registry};
+use crate::{Context, ErrorKind, Registry};
 
 /// The proxy's result pipe.
 const RESULT_FD: i32 = 3;
@@ -90,34 +89,18 @@ async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Val
         Ok(_) => return json!({ "error": "the activation must be a JSON object" }),
         Err(e) => return json!({ "error": format!("invalid activation: {e}") }),
     };
-    let mut arguments = Value::Object(Map::new());
-    let mut metadata = std::collections::BTreeMap::new();
-    for (key, value) in body {
-        if key == "value" {
-            if !value.is_null() {
-                arguments = value;
-            }
-            continue;
-        }
-        let text = match value {
-            Value::String(text) => text,
-            other => other.to_string(),
-        };
-        metadata.insert(format!("__OW_{}", key.to_uppercase()), text);
-    }
-    for (key, value) in &metadata {
-        // SAFETY: the proxy runs one activation at a time and ferry's own threads do not read
-        // the environment; ActionLoop executables are expected to export these.
-        unsafe { std::env::set_var(key, value) };
-    }
-    let registration = match pick_function(registry, metadata.get("__OW_ACTION_NAME")) {
+    let action_name = body
+        .get("action_name")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let registration = match pick_function(registry, action_name.as_ref()) {
         Ok(registration) => registration,
         Err(message) => return json!({ "error": message }),
     };
-    let mut envelope = Envelope::new(registration.descriptor().id, Codec::Json);
-    envelope.deadline_ms = metadata.get("__OW_DEADLINE").and_then(|d| d.parse().ok());
-    envelope.trace = metadata.get("__OW_TRANSACTION_ID").cloned();
-    envelope.metadata = metadata;
+    let (arguments, envelope) =
+        super::openwhisk::activation_envelope(registration.descriptor().id, body);
+    // The proxy runs one activation at a time: the context can be exported.
+    super::openwhisk::export(&envelope.metadata);
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
     let (result, _) = crate::backend::execute(
         ctx,

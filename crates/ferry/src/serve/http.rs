@@ -35,30 +35,10 @@ use crate::{Codec, Context, Error, ErrorKind, Registry};
 const DEFAULT_MAX_BODY: usize = 6 << 20;
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    let settings = match Settings::from_env() {
-        Ok(settings) => settings,
+    match Settings::from_env() {
+        Ok(settings) => super::run_to_exit("http service", serve_on(registry, settings)),
         Err(message) => {
             eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match crate::run::runtime() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let address = settings.address;
-    let served = runtime.block_on(async move { tokio::spawn(serve_on(registry, settings)).await });
-    match served {
-        Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(error)) => {
-            eprintln!("error: http service on {address}: {error}");
-            ExitCode::from(2)
-        }
-        Err(error) => {
-            eprintln!("error: http service stopped: {error}");
             ExitCode::from(2)
         }
     }

@@ -35,29 +35,10 @@ pub(crate) fn started_by_lambda() -> bool {
 }
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    let base = match api_base() {
-        Ok(base) => base,
+    match api_base() {
+        Ok(base) => super::run_to_exit("lambda runtime", run(registry, base)),
         Err(message) => {
             eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match crate::run::runtime() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let outcome = runtime.block_on(async move { tokio::spawn(run(registry, base)).await });
-    match outcome {
-        Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(message)) => {
-            eprintln!("error: lambda runtime: {message}");
-            ExitCode::from(2)
-        }
-        Err(error) => {
-            eprintln!("error: lambda runtime stopped: {error}");
             ExitCode::from(2)
         }
     }

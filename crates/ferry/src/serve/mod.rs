@@ -53,3 +53,31 @@ pub(crate) fn announce(listener: &tokio::net::TcpListener) -> std::io::Result<()
     eprintln!("ferry: listening on http://{}", listener.local_addr()?);
     Ok(())
 }
+
+/// Runs a server as a task on a fresh multi-thread runtime (so its work stays on runtime
+/// threads) and turns how it ended into the process's exit code: 0, or 2 with the error on
+/// stderr.
+pub(crate) fn run_to_exit<F, E>(what: &str, server: F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<(), E>> + Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    let runtime = match crate::run::runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(async move { tokio::spawn(server).await }) {
+        Ok(Ok(())) => std::process::ExitCode::SUCCESS,
+        Ok(Err(error)) => {
+            eprintln!("error: {what}: {error}");
+            std::process::ExitCode::from(2)
+        }
+        Err(error) => {
+            eprintln!("error: {what} stopped: {error}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

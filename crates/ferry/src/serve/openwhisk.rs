@@ -45,29 +45,12 @@ const BODY_LIMIT: usize = 64 << 20;
 
 /// Serves `/init` and `/run` until SIGTERM or SIGINT.
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    let address = match super::listen_address() {
-        Ok(address) => address,
+    match super::listen_address() {
+        Ok(address) => {
+            super::run_to_exit("openwhisk action interface", serve_on(registry, address))
+        }
         Err(message) => {
             eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match crate::run::runtime() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let served = runtime.block_on(async move { tokio::spawn(serve_on(registry, address)).await });
-    match served {
-        Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(error)) => {
-            eprintln!("error: openwhisk action interface on {address}: {error}");
-            ExitCode::from(2)
-        }
-        Err(error) => {
-            eprintln!("error: openwhisk action interface stopped: {error}");
             ExitCode::from(2)
         }
     }
@@ -241,30 +224,10 @@ async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /run body: {e}")),
     };
     let descriptor = action.registration.descriptor();
-    let mut envelope = Envelope::new(descriptor.id, Codec::Json);
-    let mut arguments = Value::Object(Map::new());
-    for (key, value) in body {
-        if key == "value" {
-            if !value.is_null() {
-                arguments = value;
-            }
-            continue;
-        }
-        let text = match value {
-            Value::String(text) => text,
-            other => other.to_string(),
-        };
-        if key == "deadline" {
-            envelope.deadline_ms = text.parse().ok();
-        }
-        envelope
-            .metadata
-            .insert(format!("__OW_{}", key.to_uppercase()), text);
-    }
+    let (arguments, envelope) = activation_envelope(descriptor.id, body);
     if !action.concurrent {
         export(&envelope.metadata);
     }
-    envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
     let Ok(_slot) = action.slots.acquire().await else {
         return error(
@@ -301,9 +264,38 @@ async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
     }
 }
 
+/// The envelope of an activation (a `/run` body or an ActionLoop line): `value` is the arguments
+/// (absent or `null` for none); every other key becomes `__OW_<KEY>` metadata, and `deadline`
+/// and `transaction_id` the envelope's deadline and trace.
+pub(crate) fn activation_envelope(function: &str, body: Map<String, Value>) -> (Value, Envelope) {
+    let mut envelope = Envelope::new(function, Codec::Json);
+    let mut arguments = Value::Object(Map::new());
+    for (key, value) in body {
+        if key == "value" {
+            if !value.is_null() {
+                arguments = value;
+            }
+            continue;
+        }
+        let text = match value {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        envelope
+            .metadata
+            .insert(format!("__OW_{}", key.to_uppercase()), text);
+    }
+    envelope.deadline_ms = envelope
+        .metadata
+        .get("__OW_DEADLINE")
+        .and_then(|d| d.parse().ok());
+    envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
+    (arguments, envelope)
+}
+
 /// Exports the activation context as OpenWhisk runtimes do (only when activations cannot overlap:
 /// the environment is one per process).
-fn export(metadata: &BTreeMap<String, String>) {
+pub(crate) fn export(metadata: &BTreeMap<String, String>) {
     for (key, value) in metadata {
         // SAFETY: without intra-container concurrency no other activation runs, and ferry's own
         // threads do not read the environment.
