@@ -296,3 +296,152 @@ async fn concurrent_requests_run_up_to_the_functions_concurrency() {
     // `overlap` allows 2 at once: two requests overlapped, never three.
     assert_eq!(peaks.iter().max(), Some(&2), "{peaks:?}");
 }
+
+// ---- The `http` backend: a host program calling these services through `Context` ----
+
+mod backend {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::{Duration, Instant};
+
+    use ferry::{Codec, Context, ErrorKind, HttpConfig, RetryPolicy};
+    use ferry_tests::*;
+
+    use super::Service;
+
+    fn fast_retries() -> RetryPolicy {
+        RetryPolicy::default().base_delay(Duration::from_millis(5))
+    }
+
+    #[tokio::test]
+    async fn call_map_and_invoke_through_http() {
+        let service = Service::start(&[]);
+        for h2c in [false, true] {
+            let ctx = Context::http(HttpConfig::new(&service.base).h2c(h2c)).unwrap();
+            assert_eq!(
+                ctx.call(Add { a: 40, b: 2 }).await.unwrap(),
+                42,
+                "h2c {h2c}"
+            );
+            let sums = ctx.map((0..200).map(|i| Add { a: i, b: 1 })).await.unwrap();
+            assert!(sums.iter().enumerate().all(|(i, &s)| s == i as i64 + 1));
+            let output = ctx
+                .invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#)
+                .await
+                .unwrap();
+            assert_eq!(&output[..], b"3");
+            assert_eq!(ctx.stats().invocations, 202);
+        }
+    }
+
+    #[tokio::test]
+    async fn every_failure_keeps_its_kind() {
+        let service = Service::start(&[]);
+        let ctx = Context::http(HttpConfig::new(&service.base)).unwrap();
+        let error = ctx.call(RequireEven { n: 3 }).await.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
+            "{error}"
+        );
+        let error = ctx
+            .call(Explode {
+                message: "far boom".into(),
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Panic { message } if message == "far boom"));
+        let error = ctx.call(SleepAsync { ms: 5_000 }).await.unwrap_err();
+        assert!(matches!(error.kind(), ErrorKind::Timeout { .. }), "{error}");
+        let error = ctx
+            .invoke("add", Codec::Json, r#"{"a": 1, "b": true}"#)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
+            "{error}"
+        );
+        let error = ctx
+            .invoke("nothing_here", Codec::Json, "{}")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::UnknownFunction { .. }),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_endpoint_is_unavailable_after_bounded_retries() {
+        let ctx =
+            Context::http(HttpConfig::new("http://127.0.0.1:1").retry(fast_retries())).unwrap();
+        let started = Instant::now();
+        let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("cannot reach")),
+            "{error}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn throttling_is_retried() {
+        // A platform front door that throttles the first two requests.
+        let seen = Arc::new(AtomicU32::new(0));
+        let counter = seen.clone();
+        let app = axum::Router::new().route(
+            "/functions/{name}",
+            axum::routing::post(move || {
+                let counter = counter.clone();
+                async move {
+                    if counter.fetch_add(1, Ordering::SeqCst) < 2 {
+                        (axum::http::StatusCode::TOO_MANY_REQUESTS, Vec::new())
+                    } else {
+                        (
+                            axum::http::StatusCode::OK,
+                            Codec::Binary.encode(&42i64).unwrap(),
+                        )
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let ctx = Context::http(HttpConfig::new(&base).retry(fast_retries())).unwrap();
+        assert_eq!(ctx.call(Add { a: 40, b: 2 }).await.unwrap(), 42);
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
+
+        // With retries off, the throttling itself is the error.
+        let ctx = Context::http(HttpConfig::new(&base).retry(RetryPolicy::NEVER)).unwrap();
+        seen.store(0, Ordering::SeqCst);
+        let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("429")),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn oversized_payloads_and_tokens() {
+        let service = Service::start(&[
+            ("FERRY_HTTP_MAX_BODY", "1024"),
+            ("FERRY_AUTH_TOKEN", "t0ken"),
+        ]);
+        let ctx = Context::http(HttpConfig::new(&service.base).token("t0ken")).unwrap();
+        assert_eq!(ctx.call(ByteLen { data: vec![1; 100] }).await.unwrap(), 100);
+        let error = ctx
+            .call(ByteLen {
+                data: vec![1; 4_000],
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::PayloadTooLarge { limit: 1024, .. }),
+            "{error}"
+        );
+
+        let anonymous = Context::http(HttpConfig::new(&service.base)).unwrap();
+        let error = anonymous.call(Add { a: 1, b: 1 }).await.unwrap_err();
+        assert!(error.to_string().contains("bearer token"), "{error}");
+    }
+}

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{Stream, StreamExt};
 
-use crate::backend::{Backend, BackendKind, BackendStats, LocalConfig};
+use crate::backend::{Backend, BackendKind, BackendStats, HttpConfig, LocalConfig};
 use crate::progress::Progress;
 use crate::wire::{Envelope, InvocationId};
 use crate::{Codec, Error, Function, Registry, Result};
@@ -65,6 +65,9 @@ impl Context {
         let backend = match kind {
             BackendKind::Inline => Backend::Inline,
             BackendKind::Local => Backend::local(LocalConfig::from_env()?)?,
+            BackendKind::Http => Backend::Http(Arc::new(crate::backend::http::HttpBackend::new(
+                HttpConfig::from_env()?,
+            )?)),
         };
         Ok(Self::with_backend(backend))
     }
@@ -77,6 +80,14 @@ impl Context {
     /// Functions run as tasks of this process: the monolith.
     pub fn inline() -> Self {
         Self::with_backend(Backend::Inline)
+    }
+
+    /// Functions served over HTTP (by `FERRY_ROLE=http` processes: Knative, Cloud Run,
+    /// OpenFaaS…).
+    pub fn http(config: HttpConfig) -> Result<Self> {
+        Ok(Self::with_backend(Backend::Http(Arc::new(
+            crate::backend::http::HttpBackend::new(config)?,
+        ))))
     }
 
     /// The embedded local platform with explicit settings.

@@ -1,10 +1,13 @@
 //! Where invocations run. A [`Context`] holds one backend:
 //!
 //! - `inline`: tasks of this process (the monolith);
-//! - `local`: the embedded local platform, warm worker processes of this executable.
+//! - `local`: the embedded local platform, warm worker processes of this executable;
+//! - `http`: functions served over HTTP by ferry's service mode (Knative, Cloud Run, OpenFaaS).
 
+pub(crate) mod http;
 pub(crate) mod inline;
 pub(crate) mod local;
+pub(crate) mod retry;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +16,9 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use self::http::HttpConfig;
 pub use self::local::LocalConfig;
+pub use self::retry::RetryPolicy;
 use crate::context::Invocation;
 use crate::registry::Registration;
 use crate::serve::local::ParentLink;
@@ -30,11 +35,13 @@ pub enum BackendKind {
     /// Functions run in warm worker processes of this executable.
     #[default]
     Local,
+    /// Functions served over HTTP (`FERRY_HTTP_URL`).
+    Http,
 }
 
 impl BackendKind {
     /// Every backend, for help texts.
-    pub const ALL: &'static [BackendKind] = &[Self::Inline, Self::Local];
+    pub const ALL: &'static [BackendKind] = &[Self::Inline, Self::Local, Self::Http];
 
     /// `FERRY_BACKEND`, or `local` when unset.
     pub fn from_env() -> Result<Self> {
@@ -49,6 +56,7 @@ impl BackendKind {
         match self {
             Self::Inline => "inline",
             Self::Local => "local",
+            Self::Http => "http",
         }
     }
 }
@@ -100,6 +108,7 @@ pub struct BackendStats {
 pub(crate) enum Backend {
     Inline,
     Local(Arc<local::LocalBackend>),
+    Http(Arc<http::HttpBackend>),
     /// Inside a local worker: invocations go back to the host's platform.
     Parent(Arc<ParentLink>),
 }
@@ -113,6 +122,7 @@ impl Backend {
         match self {
             Self::Inline => BackendKind::Inline,
             Self::Local(_) | Self::Parent(_) => BackendKind::Local,
+            Self::Http(_) => BackendKind::Http,
         }
     }
 
@@ -126,6 +136,7 @@ impl Backend {
                 invocations: inline::invocations(),
             },
             Self::Local(local) => local.stats(),
+            Self::Http(http) => http.stats(),
             Self::Parent(parent) => parent.stats(),
         }
     }
@@ -141,6 +152,7 @@ impl Backend {
         match self {
             Self::Inline => inline::invoke(ctx, envelope, payload),
             Self::Local(local) => local.invoke(envelope, payload, descriptor),
+            Self::Http(http) => http.invoke(envelope, payload, descriptor),
             Self::Parent(parent) => parent.invoke(envelope, payload),
         }
     }

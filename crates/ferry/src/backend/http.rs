@@ -1,0 +1,199 @@
+//! The `http` backend: functions served by ferry's HTTP service mode (Knative, Cloud Run,
+//! OpenFaaS, or any `FERRY_ROLE=http` process), reached over pooled keep-alive HTTP/1.1 — or h2c
+//! when asked — with the binary codec, a bearer token, and the retry policy.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+
+use super::retry::RetryPolicy;
+use crate::wire::Envelope;
+use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
+
+/// Where and how to reach functions served over HTTP.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// Base URL of the service (`FERRY_HTTP_URL`), e.g. `http://127.0.0.1:8080`; functions are
+    /// at `{base}/functions/{name}`.
+    pub base_url: String,
+    /// A URL per function instead (`FERRY_HTTP_URL_TEMPLATE`), with `{name}` and `{id}`
+    /// placeholders, e.g. `https://{name}.apps.example/functions/{name}` for one Knative
+    /// service per function.
+    pub url_template: Option<String>,
+    /// Sent as `Authorization: Bearer …` (`FERRY_AUTH_TOKEN`).
+    pub token: Option<String>,
+    /// Speak HTTP/2 without TLS (h2c, prior knowledge) instead of HTTP/1.1 (`FERRY_HTTP_H2C=1`).
+    pub h2c: bool,
+    /// Longest wait for one attempt's answer.
+    pub request_timeout: Duration,
+    /// What is retried, how often.
+    pub retry: RetryPolicy,
+}
+
+impl HttpConfig {
+    /// Functions under `base_url`.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            url_template: None,
+            token: None,
+            h2c: false,
+            request_timeout: Duration::from_secs(900),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// From `FERRY_HTTP_URL` (or `FERRY_HTTP_URL_TEMPLATE`), `FERRY_AUTH_TOKEN` and
+    /// `FERRY_HTTP_H2C`.
+    pub fn from_env() -> Result<Self> {
+        let template = std::env::var("FERRY_HTTP_URL_TEMPLATE")
+            .ok()
+            .filter(|t| !t.is_empty());
+        let base = std::env::var("FERRY_HTTP_URL")
+            .ok()
+            .filter(|b| !b.is_empty());
+        if base.is_none() && template.is_none() {
+            return Err(Error::config(
+                "the http backend needs FERRY_HTTP_URL (e.g. http://127.0.0.1:8080) or FERRY_HTTP_URL_TEMPLATE",
+            ));
+        }
+        let mut config = Self::new(base.unwrap_or_default());
+        config.url_template = template;
+        config.token = std::env::var("FERRY_AUTH_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty());
+        config.h2c = std::env::var("FERRY_HTTP_H2C").is_ok_and(|v| v == "1" || v == "true");
+        Ok(config)
+    }
+
+    /// Sets the bearer token.
+    #[must_use]
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Uses h2c.
+    #[must_use]
+    pub fn h2c(mut self, on: bool) -> Self {
+        self.h2c = on;
+        self
+    }
+
+    /// Sets the retry policy.
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    fn url(&self, id: &str, name: &str) -> String {
+        match &self.url_template {
+            Some(template) => template.replace("{name}", name).replace("{id}", id),
+            None => format!("{}/functions/{name}", self.base_url),
+        }
+    }
+}
+
+pub(crate) struct HttpBackend {
+    config: HttpConfig,
+    client: reqwest::Client,
+    invocations: std::sync::atomic::AtomicU64,
+}
+
+impl HttpBackend {
+    pub(crate) fn new(config: HttpConfig) -> Result<Self> {
+        let mut builder = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(config.request_timeout);
+        if config.h2c {
+            builder = builder.http2_prior_knowledge();
+        }
+        let client = builder
+            .build()
+            .map_err(|e| Error::config(format!("cannot build the http client: {e}")))?;
+        Ok(Self {
+            config,
+            client,
+            invocations: std::sync::atomic::AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn stats(&self) -> super::BackendStats {
+        super::BackendStats {
+            backend: super::BackendKind::Http,
+            max_workers: 0,
+            workers: 0,
+            cold_starts: 0,
+            invocations: self.invocations.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn invoke(
+        self: &std::sync::Arc<Self>,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        let backend = self.clone();
+        self.invocations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Box::pin(async move {
+            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
+            let url = backend.config.url(&envelope.function, name);
+            backend
+                .config
+                .retry
+                .run(|| backend.attempt(&url, &envelope, payload.clone()))
+                .await
+        })
+    }
+
+    async fn attempt(&self, url: &str, envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
+        let media = match envelope.codec {
+            Codec::Binary => "application/x-ferry-binary",
+            Codec::Json | Codec::BinaryInJson => "application/json",
+        };
+        let mut request = self
+            .client
+            .post(url)
+            .header("content-type", media)
+            .header("accept", media)
+            .header("x-request-id", envelope.invocation.to_string())
+            .body(payload);
+        if let Some(token) = &self.config.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(trace) = &envelope.trace {
+            request = request.header("traceparent", trace);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Error::unavailable(format!("connection to {url} broke: {e}")))?;
+        if status.is_success() {
+            return Ok(body);
+        }
+        // A ferry service answers with the error itself; anything else gets a kind by status.
+        if let Ok(error) = serde_json::from_slice::<Error>(&body) {
+            return Err(error);
+        }
+        let text = String::from_utf8_lossy(&body);
+        Err(Error::new(match status.as_u16() {
+            404 => ErrorKind::UnknownFunction {
+                id: envelope.function.clone(),
+            },
+            413 => ErrorKind::PayloadTooLarge { size: 0, limit: 0 },
+            _ => ErrorKind::Unavailable {
+                message: format!("{url} answered {status}: {}", text.trim()),
+            },
+        }))
+    }
+}
