@@ -4,10 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
-use common::Emulator;
+use common::{Emulator, Server};
 use serde_json::{Value, json};
 
 const SERVICE: &str = env!("CARGO_BIN_EXE_accounts-service");
@@ -21,39 +18,6 @@ const CASES: &[(&str, &str)] = &[
 
 /// What a client sees.
 type Answer = (u16, String, Vec<u8>);
-
-struct Server(Child, String);
-
-impl Server {
-    fn start(role: Option<&str>) -> Self {
-        let mut command = Command::new(SERVICE);
-        command
-            .env("FERRY_LISTEN", "127.0.0.1:0")
-            .env_remove("AWS_LAMBDA_RUNTIME_API")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        match role {
-            Some(role) => command.env("FERRY_ROLE", role),
-            None => command.env_remove("FERRY_ROLE"),
-        };
-        let mut child = command.spawn().unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.strip_prefix("ferry: listening on ").map(str::to_owned))
-            .unwrap();
-        std::thread::spawn(move || lines.for_each(drop));
-        Self(child, base)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn decode(body: &str, base64: bool) -> Vec<u8> {
     if base64 {
@@ -134,10 +98,10 @@ async fn web_action(base: &str, path: &str, accept: &str) -> Answer {
 
 #[tokio::test]
 async fn the_three_modes_answer_byte_identically() {
-    let server = Server::start(None);
-    let whisk = Server::start(Some("openwhisk"));
+    let server = Server::start(SERVICE, None);
+    let whisk = Server::start(SERVICE, Some("openwhisk"));
     reqwest::Client::new()
-        .post(format!("{}/init", whisk.1))
+        .post(format!("{}/init", whisk.base))
         .json(&json!({"value": {}}))
         .send()
         .await
@@ -146,10 +110,10 @@ async fn the_three_modes_answer_byte_identically() {
     let _bootstrap = emulator.bootstrap(SERVICE, "", &[]);
 
     for (path, accept) in CASES {
-        let reference = plain(&server.1, path, accept).await;
+        let reference = plain(&server.base, path, accept).await;
         assert!(!reference.2.is_empty(), "{path} {accept}");
         let on_lambda = lambda(&emulator, path, accept).await;
-        let on_whisk = web_action(&whisk.1, path, accept).await;
+        let on_whisk = web_action(&whisk.base, path, accept).await;
         for (mode, answer) in [("lambda", &on_lambda), ("openwhisk", &on_whisk)] {
             assert_eq!(
                 (answer.0, &answer.1),

@@ -1,7 +1,8 @@
 //! HTTP service mode over real HTTP on loopback, as Knative, Cloud Run or OpenFaaS's
 //! of-watchdog (`mode=http`) would drive it.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,7 @@ impl Service {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the service");
-        let base = listening_on(child.stderr.take().unwrap());
+        let base = common::listening_on(child.stderr.take().unwrap());
         Self {
             child,
             base,
@@ -74,18 +75,6 @@ impl Service {
             serde_json::from_slice(&response.bytes().await.unwrap()).expect("a ferry error");
         (status, kind, error)
     }
-}
-
-/// The address the service announces on stderr; the rest of stderr is drained in the background.
-fn listening_on(stderr: std::process::ChildStderr) -> String {
-    let mut lines = BufReader::new(stderr).lines();
-    let base = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("ferry: listening on ").map(str::to_owned))
-        .expect("the service announces where it listens");
-    std::thread::spawn(move || lines.for_each(drop));
-    base
 }
 
 impl Drop for Service {

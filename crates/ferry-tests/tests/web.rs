@@ -4,54 +4,16 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::Emulator;
+use common::{Emulator, Server};
 use serde_json::{Value, json};
 
 const WEB: &str = env!("CARGO_BIN_EXE_web-fixture");
 
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Server {
-    fn start(role: Option<&str>) -> Self {
-        let mut command = Command::new(WEB);
-        command
-            .env("FERRY_LISTEN", "127.0.0.1:0")
-            .env_remove("AWS_LAMBDA_RUNTIME_API")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        match role {
-            Some(role) => command.env("FERRY_ROLE", role),
-            None => command.env_remove("FERRY_ROLE"),
-        };
-        let mut child = command.spawn().expect("start the web fixture");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.strip_prefix("ferry: listening on ").map(str::to_owned))
-            .expect("the server announces its address");
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, base }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn as_a_plain_server() {
-    let server = Server::start(None);
+    let server = Server::start(WEB, None);
     let http = reqwest::Client::new();
     let text = http
         .get(format!("{}/hello/ferry?mark=!", server.base))
@@ -149,7 +111,7 @@ async fn behind_lambda_http_api_v2_events() {
 
 #[tokio::test]
 async fn as_an_openwhisk_web_action() {
-    let server = Server::start(Some("openwhisk"));
+    let server = Server::start(WEB, Some("openwhisk"));
     let http = reqwest::Client::new();
     let post = |route: &'static str, body: Value| {
         let http = http.clone();

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::future::IntoFuture;
+use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -124,5 +125,50 @@ impl Drop for Bootstrap {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// The address a ferry server announces on stderr (`ferry: listening on …`); the rest of stderr
+/// is drained in the background.
+pub fn listening_on(stderr: std::process::ChildStderr) -> String {
+    let mut lines = BufReader::new(stderr).lines();
+    let base = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("ferry: listening on ").map(str::to_owned))
+        .expect("the server announces where it listens");
+    std::thread::spawn(move || lines.for_each(drop));
+    base
+}
+
+/// A ferry program serving on a port of its own choosing, in `role` (or as a plain web app),
+/// killed when the test ends.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Server {
+    pub fn start(program: &str, role: Option<&str>) -> Self {
+        let mut command = Command::new(program);
+        command
+            .env("FERRY_LISTEN", "127.0.0.1:0")
+            .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        match role {
+            Some(role) => command.env("FERRY_ROLE", role),
+            None => command.env_remove("FERRY_ROLE"),
+        };
+        let mut child = command.spawn().expect("start the server");
+        let base = listening_on(child.stderr.take().unwrap());
+        Self { child, base }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
