@@ -2,6 +2,8 @@
 //! crashes, timeouts, memory exhaustion, nested invocations and per-instance state.
 //! `ferry-fixture` is the program that serves them; the tests in `tests/` are its hosts.
 
+pub mod controller;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 

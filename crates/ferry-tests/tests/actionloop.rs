@@ -98,10 +98,9 @@ fn acknowledges_then_answers_each_activation_on_fd_3() {
         exec.activate(json!({"value": {"a": 40, "b": 2}, "action_name": "/guest/add"})),
         json!({"result": 42})
     );
-    assert_eq!(
-        exec.activate(json!({"value": {"n": 7}, "action_name": "/guest/require_even"})),
-        json!({"error": "7 is odd"})
-    );
+    let odd = exec.activate(json!({"value": {"n": 7}, "action_name": "/guest/require_even"}));
+    assert_eq!(odd["error"], "7 is odd", "{odd}");
+    assert_eq!(odd["ferry"]["kind"], "user", "{odd}");
     let panic =
         exec.activate(json!({"value": {"message": "loop boom"}, "action_name": "/guest/explode"}));
     assert!(

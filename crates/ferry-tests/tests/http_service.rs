@@ -405,7 +405,7 @@ mod backend {
         seen.store(0, Ordering::SeqCst);
         let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
         assert!(
-            matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("429")),
+            matches!(error.kind(), ErrorKind::Throttled { message } if message.contains("429")),
             "{error}"
         );
     }

@@ -215,10 +215,10 @@ async fn errors_map_to_application_and_developer_errors() {
 
     let container = Container::start();
     container.init("require_even").await;
-    assert_eq!(
-        container.run(json!({"n": 7})).await,
-        (200, json!({"error": "7 is odd"}))
-    );
+    let (status, body) = container.run(json!({"n": 7})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["error"], "7 is odd", "an application error");
+    assert_eq!(body["ferry"]["kind"], "user", "the ferry error rides along");
     assert_eq!(
         container.run(json!({"n": 8})).await,
         (200, json!({"result": 4}))

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{Stream, StreamExt};
 
-use crate::backend::{Backend, BackendKind, BackendStats, HttpConfig, LocalConfig};
+use crate::backend::{
+    Backend, BackendKind, BackendStats, HttpConfig, LocalConfig, OpenWhiskConfig,
+};
 use crate::progress::Progress;
 use crate::wire::{Envelope, InvocationId};
 use crate::{Codec, Error, Function, Registry, Result};
@@ -68,6 +70,9 @@ impl Context {
             BackendKind::Http => Backend::Http(Arc::new(crate::backend::http::HttpBackend::new(
                 HttpConfig::from_env()?,
             )?)),
+            BackendKind::OpenWhisk => Backend::OpenWhisk(Arc::new(
+                crate::backend::openwhisk::OpenWhiskBackend::new(OpenWhiskConfig::from_env()?)?,
+            )),
         };
         Ok(Self::with_backend(backend))
     }
@@ -87,6 +92,13 @@ impl Context {
     pub fn http(config: HttpConfig) -> Result<Self> {
         Ok(Self::with_backend(Backend::Http(Arc::new(
             crate::backend::http::HttpBackend::new(config)?,
+        ))))
+    }
+
+    /// Functions deployed as OpenWhisk actions, invoked through the controller's REST API.
+    pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
+        Ok(Self::with_backend(Backend::OpenWhisk(Arc::new(
+            crate::backend::openwhisk::OpenWhiskBackend::new(config)?,
         ))))
     }
 
@@ -147,14 +159,13 @@ impl Context {
             let result = match &ctx.inner.backend {
                 Backend::Inline => crate::backend::inline::call(&ctx, function, id).await,
                 backend => {
-                    let payload = Codec::Binary.encode(&function)?;
-                    let envelope = ctx.envelope(descriptor.id, id, Codec::Binary);
+                    let codec = backend.wire_codec();
+                    let payload = codec.encode(&function)?;
+                    let envelope = ctx.envelope(descriptor.id, id, codec);
                     let output = backend
                         .invoke(&ctx, envelope, Bytes::from(payload), Some(descriptor))
                         .await?;
-                    Codec::Binary
-                        .decode(&output)
-                        .map_err(|e| Error::protocol(format!("cannot decode the output: {e}")))
+                    backend.decode_output(&output)
                 }
             };
             result.map_err(|e| e.in_function(descriptor.id).in_invocation(id))

@@ -43,6 +43,8 @@ pub enum ErrorKind {
     OutOfMemory { limit_mb: u64, used_mb: u64 },
     /// The backend could not be reached or could not start a worker.
     Unavailable { message: String },
+    /// The platform refused the invocation for now (HTTP 429): too many in flight or per minute.
+    Throttled { message: String },
     /// The encoded arguments or result exceed what the transport accepts.
     PayloadTooLarge { size: u64, limit: u64 },
     /// No function with this id or name is registered where the invocation arrived.
@@ -107,6 +109,7 @@ impl fmt::Display for ErrorKind {
                 "worker ran out of memory: {used_mb} MiB used, limit {limit_mb} MiB"
             ),
             Self::Unavailable { message } => write!(f, "backend unavailable: {message}"),
+            Self::Throttled { message } => write!(f, "throttled by the platform: {message}"),
             Self::PayloadTooLarge { size, limit } => {
                 write!(f, "payload too large: {size} bytes, limit {limit} bytes")
             }

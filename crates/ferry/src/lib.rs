@@ -49,7 +49,9 @@ pub mod wire;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use backend::{BackendKind, BackendStats, HttpConfig, LocalConfig, RetryPolicy};
+pub use backend::{
+    BackendKind, BackendStats, HttpConfig, LocalConfig, OpenWhiskConfig, RetryPolicy,
+};
 pub use codec::Codec;
 pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};
 pub use error::{Error, ErrorKind, ExitReason, Result};

@@ -191,6 +191,9 @@ impl HttpBackend {
                 id: envelope.function.clone(),
             },
             413 => ErrorKind::PayloadTooLarge { size: 0, limit: 0 },
+            429 => ErrorKind::Throttled {
+                message: format!("{url} answered {status}: {}", text.trim()),
+            },
             _ => ErrorKind::Unavailable {
                 message: format!("{url} answered {status}: {}", text.trim()),
             },

@@ -2,11 +2,13 @@
 //!
 //! - `inline`: tasks of this process (the monolith);
 //! - `local`: the embedded local platform, warm worker processes of this executable;
-//! - `http`: functions served over HTTP by ferry's service mode (Knative, Cloud Run, OpenFaaS).
+//! - `http`: functions served over HTTP by ferry's service mode (Knative, Cloud Run, OpenFaaS);
+//! - `openwhisk`: functions deployed as OpenWhisk actions, through the controller's REST API.
 
 pub(crate) mod http;
 pub(crate) mod inline;
 pub(crate) mod local;
+pub(crate) mod openwhisk;
 pub(crate) mod retry;
 
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::http::HttpConfig;
 pub use self::local::LocalConfig;
+pub use self::openwhisk::OpenWhiskConfig;
 pub use self::retry::RetryPolicy;
 use crate::context::Invocation;
 use crate::registry::Registration;
@@ -37,11 +40,15 @@ pub enum BackendKind {
     Local,
     /// Functions served over HTTP (`FERRY_HTTP_URL`).
     Http,
+    /// Functions deployed as OpenWhisk actions (`__OW_API_HOST` or a wskprops file).
+    #[serde(rename = "openwhisk")]
+    OpenWhisk,
 }
 
 impl BackendKind {
     /// Every backend, for help texts.
-    pub const ALL: &'static [BackendKind] = &[Self::Inline, Self::Local, Self::Http];
+    pub const ALL: &'static [BackendKind] =
+        &[Self::Inline, Self::Local, Self::Http, Self::OpenWhisk];
 
     /// `FERRY_BACKEND`, or `local` when unset.
     pub fn from_env() -> Result<Self> {
@@ -57,6 +64,7 @@ impl BackendKind {
             Self::Inline => "inline",
             Self::Local => "local",
             Self::Http => "http",
+            Self::OpenWhisk => "openwhisk",
         }
     }
 }
@@ -109,6 +117,7 @@ pub(crate) enum Backend {
     Inline,
     Local(Arc<local::LocalBackend>),
     Http(Arc<http::HttpBackend>),
+    OpenWhisk(Arc<openwhisk::OpenWhiskBackend>),
     /// Inside a local worker: invocations go back to the host's platform.
     Parent(Arc<ParentLink>),
 }
@@ -123,6 +132,26 @@ impl Backend {
             Self::Inline => BackendKind::Inline,
             Self::Local(_) | Self::Parent(_) => BackendKind::Local,
             Self::Http(_) => BackendKind::Http,
+            Self::OpenWhisk(_) => BackendKind::OpenWhisk,
+        }
+    }
+
+    /// How typed calls encode arguments and outputs: platforms whose events are JSON get JSON.
+    pub(crate) fn wire_codec(&self) -> crate::Codec {
+        match self {
+            Self::OpenWhisk(_) => crate::Codec::Json,
+            _ => crate::Codec::Binary,
+        }
+    }
+
+    /// Decodes a typed call's output.
+    pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(&self, output: &[u8]) -> Result<T> {
+        match self {
+            Self::OpenWhisk(_) => openwhisk::decode_result(output),
+            _ => self
+                .wire_codec()
+                .decode(output)
+                .map_err(|e| Error::protocol(format!("cannot decode the output: {e}"))),
         }
     }
 
@@ -137,6 +166,7 @@ impl Backend {
             },
             Self::Local(local) => local.stats(),
             Self::Http(http) => http.stats(),
+            Self::OpenWhisk(openwhisk) => openwhisk.stats(),
             Self::Parent(parent) => parent.stats(),
         }
     }
@@ -153,6 +183,7 @@ impl Backend {
             Self::Inline => inline::invoke(ctx, envelope, payload),
             Self::Local(local) => local.invoke(envelope, payload, descriptor),
             Self::Http(http) => http.invoke(envelope, payload, descriptor),
+            Self::OpenWhisk(openwhisk) => openwhisk.invoke(envelope, payload, descriptor),
             Self::Parent(parent) => parent.invoke(envelope, payload),
         }
     }

@@ -1,7 +1,8 @@
 //! One retry policy for every remote backend.
 //!
 //! Retried: failures of the platform, not of the function — an unreachable endpoint, a broken
-//! connection, throttling (429) and unavailability (503): the `Unavailable` kind. Not retried: user
+//! connection and unavailability (503), the `Unavailable` kind, and throttling (429), the
+//! `Throttled` kind. Not retried: user
 //! errors, bad input, panics, timeouts. An invocation whose request was sent may therefore run
 //! more than once (at-least-once): functions that are invoked remotely should be idempotent.
 
@@ -66,7 +67,10 @@ impl RetryPolicy {
             match attempt().await {
                 Err(error)
                     if tries < self.max_attempts
-                        && matches!(error.kind(), ErrorKind::Unavailable { .. }) =>
+                        && matches!(
+                            error.kind(),
+                            ErrorKind::Unavailable { .. } | ErrorKind::Throttled { .. }
+                        ) =>
                 {
                     tracing::debug!(%error, tries, "retrying");
                     tokio::time::sleep(self.delay(tries)).await;

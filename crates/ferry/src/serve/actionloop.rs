@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::backend::Placement;
 use crate::registry::Registration;
-use crate::{Context, ErrorKind, Registry};
+use crate::{Context, Registry};
 
 /// The proxy's result pipe.
 const RESULT_FD: i32 = 3;
@@ -116,10 +116,7 @@ async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Val
             Ok(other) => json!({ "result": other }),
             Err(e) => json!({ "error": format!("the output is not json: {e}") }),
         },
-        Err(failure) => match failure.kind() {
-            ErrorKind::User { message, .. } => json!({ "error": message }),
-            _ => json!({ "error": failure.to_string() }),
-        },
+        Err(failure) => super::openwhisk::error_result(&failure),
     }
 }
 

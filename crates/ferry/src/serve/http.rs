@@ -238,6 +238,7 @@ fn status_of(error: &Error) -> StatusCode {
         ErrorKind::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
         ErrorKind::WorkerCrashed { .. } | ErrorKind::OutOfMemory { .. } => StatusCode::BAD_GATEWAY,
         ErrorKind::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::Config { .. } => StatusCode::NOT_ACCEPTABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -304,11 +304,22 @@ pub(crate) fn export(metadata: &BTreeMap<String, String>) {
 }
 
 fn failure_response(failure: &Error) -> Response {
-    match failure.kind() {
-        ErrorKind::User { message, .. } => error(StatusCode::OK, message.clone()),
-        ErrorKind::BadInput { .. } => error(StatusCode::BAD_REQUEST, failure.to_string()),
-        _ => error(StatusCode::BAD_GATEWAY, failure.to_string()),
-    }
+    let status = match failure.kind() {
+        ErrorKind::User { .. } => StatusCode::OK,
+        ErrorKind::BadInput { .. } => StatusCode::BAD_REQUEST,
+        _ => StatusCode::BAD_GATEWAY,
+    };
+    (status, Json(error_result(failure))).into_response()
+}
+
+/// The result object of a failed activation: OpenWhisk's `error` field (the user's message for
+/// an application error), and the ferry error itself so a ferry caller gets its kind back.
+pub(crate) fn error_result(failure: &Error) -> Value {
+    let message = match failure.kind() {
+        ErrorKind::User { message, .. } => message.clone(),
+        _ => failure.to_string(),
+    };
+    json!({ "error": message, "ferry": failure })
 }
 
 /// Ends the activation's logs: flushes what the function wrote, then the sentinel on both streams.

@@ -1,0 +1,232 @@
+//! The `openwhisk` backend against a controller on loopback that speaks OpenWhisk's REST API and
+//! runs every action in a real ferry runtime container (`ferry_tests::controller`).
+
+use std::time::{Duration, Instant};
+
+use ferry::{Codec, Context, ErrorKind, OpenWhiskConfig, RetryPolicy};
+use ferry_tests::controller::Controller;
+use ferry_tests::*;
+
+mod common;
+use common::bounded;
+
+async fn controller() -> Controller {
+    let controller = Controller::start(env!("CARGO_BIN_EXE_ferry-fixture")).await;
+    for (action, main, concurrency, timeout_ms) in [
+        ("add", "add", 64, 60_000),
+        ("greet", "greet", 8, 60_000),
+        ("require_even", "require_even", 8, 60_000),
+        ("explode", "explode", 8, 60_000),
+        ("byte_len", "byte_len", 64, 60_000),
+        ("sleep_async", "sleep_async", 100, 60_000),
+        ("wait_50ms", "wait_50ms", 8, 60_000),
+        ("tight-sleep", "sleep_async", 8, 100),
+    ] {
+        controller.put_action(action, main, concurrency, timeout_ms);
+    }
+    controller
+}
+
+fn config(controller: &Controller) -> OpenWhiskConfig {
+    OpenWhiskConfig::new(&controller.api_host, &controller.auth)
+        .retry(RetryPolicy::default().base_delay(Duration::from_millis(5)))
+}
+
+#[tokio::test]
+async fn call_map_and_invoke_through_the_rest_api() {
+    let controller = controller().await;
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    assert_eq!(bounded(ctx.call(Add { a: 40, b: 2 })).await.unwrap(), 42);
+    let greeting = Greeting {
+        name: "whisk".into(),
+        times: 2,
+    };
+    assert_eq!(
+        bounded(ctx.call(Greet {
+            greeting,
+            punctuation: '!'
+        }))
+        .await
+        .unwrap(),
+        "hello whisk! hello whisk!"
+    );
+    // Overlapping runs in one container, up to the action's concurrency.
+    let sums = bounded(ctx.map((0..100).map(|i| Add { a: i, b: 1 })))
+        .await
+        .unwrap();
+    assert!(sums.iter().enumerate().all(|(i, &s)| s == i as i64 + 1));
+    // The raw result is the platform's: non-object outputs are wrapped.
+    let output = ctx
+        .invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&output).unwrap()["result"],
+        3
+    );
+    assert_eq!(ctx.stats().invocations, 103);
+    assert_eq!(controller.invocations(), 103);
+}
+
+#[tokio::test]
+async fn action_names_follow_the_template() {
+    let controller = controller().await;
+    controller.put_action("shop-add", "add", 4, 60_000);
+    let ctx = Context::openwhisk(config(&controller).actions("shop-{name}")).unwrap();
+    assert_eq!(ctx.call(Add { a: 1, b: 2 }).await.unwrap(), 3);
+    let error = ctx.call(ByteLen { data: vec![1] }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::UnknownFunction { id } if id == "shop-byte_len"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn application_and_developer_errors_keep_their_kinds() {
+    let controller = controller().await;
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    let error = ctx.call(RequireEven { n: 3 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
+        "{error}"
+    );
+    assert_eq!(ctx.call(RequireEven { n: 4 }).await.unwrap(), 2);
+    let error = ctx
+        .call(Explode {
+            message: "whisk boom".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Panic { message } if message == "whisk boom"),
+        "{error}"
+    );
+    // The runtime's own deadline (the function's 300 ms timeout).
+    let error = ctx.call(SleepAsync { ms: 2_000 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
+        "{error}"
+    );
+    // The action's 100 ms limit reaches the runtime as the activation's deadline.
+    let error = ctx
+        .invoke("tight-sleep", Codec::Json, r#"{"ms": 250}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Timeout { limit_ms } if *limit_ms <= 100),
+        "{error}"
+    );
+    let error = ctx
+        .invoke("add", Codec::Json, r#"{"a": 1, "b": true}"#)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
+        "{error}"
+    );
+    let error = ctx
+        .invoke("nothing_here", Codec::Json, "{}")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::UnknownFunction { .. }),
+        "{error}"
+    );
+    let error = ctx
+        .invoke(
+            "add",
+            Codec::Binary,
+            Codec::Binary.encode(&(1i64, 2i64)).unwrap(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Config { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn throttling_is_retried_then_reported() {
+    let controller = controller().await;
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    controller.throttle_next(2);
+    assert_eq!(ctx.call(Add { a: 2, b: 3 }).await.unwrap(), 5);
+    assert_eq!(controller.invocations(), 3, "two 429s, then the run");
+
+    let never = Context::openwhisk(config(&controller).retry(RetryPolicy::NEVER)).unwrap();
+    controller.throttle_next(1);
+    let error = never.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Throttled { message } if message.contains("Too many requests")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn oversized_parameters_are_refused() {
+    let controller = controller().await;
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    // 600,000 bytes are 1.2 MB of JSON parameters.
+    let big = || ByteLen {
+        data: vec![7; 600_000],
+    };
+    let error = ctx.call(big()).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::PayloadTooLarge { limit, size } if *limit == (1 << 20) && *size > (1 << 20)),
+        "{error}"
+    );
+    assert_eq!(controller.invocations(), 0, "refused before sending");
+    // A client allowed more than the platform takes hears the platform's 413.
+    let lenient = Context::openwhisk(config(&controller).max_payload(8 << 20)).unwrap();
+    let error = lenient.call(big()).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::PayloadTooLarge { .. }),
+        "{error}"
+    );
+    assert_eq!(controller.invocations(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_controller_is_unavailable_after_bounded_retries() {
+    let ctx = Context::openwhisk(
+        OpenWhiskConfig::new("http://127.0.0.1:1", "u:k")
+            .retry(RetryPolicy::default().base_delay(Duration::from_millis(5))),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("cannot reach")),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn wrong_credentials_are_a_configuration_error() {
+    let controller = controller().await;
+    let ctx =
+        Context::openwhisk(OpenWhiskConfig::new(&controller.api_host, "guest:wrong")).unwrap();
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Config { message } if message.contains("credentials")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_blocking_call_past_the_controllers_wait_is_polled() {
+    let controller = controller().await;
+    controller.set_blocking_limit(Duration::from_millis(5));
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    bounded(ctx.call(Wait50ms {})).await.unwrap();
+    assert_eq!(controller.accepted(), 1, "answered 202, then polled");
+    let error = bounded(ctx.call(RequireEven { n: 5 })).await;
+    // Fast enough to finish within 5 ms or not: either way the kind survives.
+    assert!(
+        matches!(error.unwrap_err().kind(), ErrorKind::User { message, .. } if message == "5 is odd")
+    );
+    let results = bounded(ctx.map((0..20).map(|_| Wait50ms {})))
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 20);
+    assert!(controller.accepted() >= 21);
+}

@@ -1,0 +1,542 @@
+//! The `openwhisk` backend: functions deployed as OpenWhisk actions, invoked through the
+//! controller's REST API.
+//!
+//! - A blocking invoke, `POST /api/v1/namespaces/{ns}/actions/{action}?blocking=true&result=true`
+//!   with basic auth and the arguments as the JSON parameters.
+//! - A blocking call the controller cannot finish in time (about 60 s) answers 202 with an
+//!   activation id: the activation is then polled until its record exists.
+//! - 429 is [`ErrorKind::Throttled`] and retried with the rest of the [`RetryPolicy`].
+//! - Errors: a ferry runtime puts the ferry error next to OpenWhisk's `error` field, so its kind
+//!   travels back exactly. Other actions' application errors become [`ErrorKind::User`], the
+//!   controller's time-limit message [`ErrorKind::Timeout`], and its other developer errors
+//!   [`ErrorKind::Protocol`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::retry::RetryPolicy;
+use super::{BackendKind, BackendStats};
+use crate::wire::Envelope;
+use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
+
+/// OpenWhisk's default limit on an activation's parameters (`whisk.activation.payload.max`).
+pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Where the controller is, who we are, and which action each function is.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct OpenWhiskConfig {
+    /// The controller's base URL, e.g. `https://openwhisk.example` (a bare host gets `https://`).
+    pub api_host: String,
+    /// `uuid:key`, sent as basic auth.
+    pub auth: String,
+    /// The namespace; `_` is the caller's default one.
+    pub namespace: String,
+    /// The action of each function: `{name}` and `{id}` are replaced, e.g. `shop-{name}` or
+    /// `mypackage/{name}`. Default `{name}`.
+    pub actions: String,
+    /// Accept any TLS certificate (a development deployment's self-signed one, like `wsk -i`).
+    pub insecure: bool,
+    /// Largest JSON parameters sent; bigger arguments are refused before sending.
+    pub max_payload: usize,
+    /// Longest wait for one request's answer.
+    pub request_timeout: Duration,
+    /// How long an activation that answered 202 is polled for.
+    pub poll_limit: Duration,
+    /// What is retried, how often.
+    pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for OpenWhiskConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenWhiskConfig")
+            .field("api_host", &self.api_host)
+            .field("auth", &"<redacted>")
+            .field("namespace", &self.namespace)
+            .field("actions", &self.actions)
+            .field("insecure", &self.insecure)
+            .field("max_payload", &self.max_payload)
+            .field("request_timeout", &self.request_timeout)
+            .field("poll_limit", &self.poll_limit)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl OpenWhiskConfig {
+    /// The controller at `api_host`, with the `uuid:key` credentials `auth`.
+    pub fn new(api_host: impl Into<String>, auth: impl Into<String>) -> Self {
+        Self {
+            api_host: normalize_host(&api_host.into()),
+            auth: auth.into(),
+            namespace: "_".to_owned(),
+            actions: "{name}".to_owned(),
+            insecure: false,
+            max_payload: DEFAULT_MAX_PAYLOAD,
+            request_timeout: Duration::from_secs(70),
+            poll_limit: Duration::from_secs(900),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// From the environment, then the `wsk` CLI's properties file.
+    ///
+    /// - `__OW_API_HOST`, `__OW_API_KEY`, `__OW_NAMESPACE`: what OpenWhisk sets inside an action,
+    ///   so a function running there fans out on its own platform;
+    /// - else `APIHOST`, `AUTH` and `NAMESPACE` from `WSK_CONFIG_FILE` (default `~/.wskprops`);
+    /// - `FERRY_OPENWHISK_ACTIONS` (the action template) and `FERRY_OPENWHISK_INSECURE=1`.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|key| std::env::var(key).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let env = |key: &str| lookup(key).filter(|v| !v.is_empty());
+        let props_path = env("WSK_CONFIG_FILE")
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|home| Path::new(&home).join(".wskprops")));
+        let props = match &props_path {
+            Some(path) if path.exists() => read_wskprops(path)?,
+            _ => Vec::new(),
+        };
+        let prop = |key: &str| props.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let looked = || match &props_path {
+            Some(path) => format!("the environment and `{}`", path.display()),
+            None => "the environment".to_owned(),
+        };
+        let api_host = env("__OW_API_HOST").or_else(|| prop("APIHOST")).ok_or_else(|| {
+            Error::config(format!(
+                "the openwhisk backend needs an API host: set __OW_API_HOST or APIHOST in a wskprops file (looked in {})",
+                looked()
+            ))
+        })?;
+        let auth = env("__OW_API_KEY").or_else(|| prop("AUTH")).ok_or_else(|| {
+            Error::config(format!(
+                "the openwhisk backend needs credentials (`uuid:key`): set __OW_API_KEY or AUTH in a wskprops file (looked in {})",
+                looked()
+            ))
+        })?;
+        let mut config = Self::new(api_host, auth);
+        if let Some(namespace) = env("__OW_NAMESPACE").or_else(|| prop("NAMESPACE")) {
+            config.namespace = namespace;
+        }
+        if let Some(actions) = env("FERRY_OPENWHISK_ACTIONS") {
+            config.actions = actions;
+        }
+        config.insecure = env("FERRY_OPENWHISK_INSECURE").is_some_and(|v| v == "1" || v == "true");
+        Ok(config)
+    }
+
+    /// Sets the namespace.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Sets the action template (`{name}`, `{id}`).
+    #[must_use]
+    pub fn actions(mut self, template: impl Into<String>) -> Self {
+        self.actions = template.into();
+        self
+    }
+
+    /// Sets the retry policy.
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the largest parameters sent.
+    #[must_use]
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// The action that runs the function `name` (`id`).
+    pub fn action(&self, id: &str, name: &str) -> String {
+        self.actions.replace("{name}", name).replace("{id}", id)
+    }
+}
+
+fn normalize_host(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    if host.starts_with("http://") || host.starts_with("https://") {
+        host.to_owned()
+    } else {
+        format!("https://{host}")
+    }
+}
+
+/// `KEY=VALUE` lines, as the `wsk` CLI writes them.
+fn read_wskprops(path: &Path) -> Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::config(format!("cannot read `{}`: {e}", path.display())))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect())
+}
+
+pub(crate) struct OpenWhiskBackend {
+    config: OpenWhiskConfig,
+    client: reqwest::Client,
+    invocations: AtomicU64,
+}
+
+impl OpenWhiskBackend {
+    pub(crate) fn new(config: OpenWhiskConfig) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(config.request_timeout)
+            .danger_accept_invalid_certs(config.insecure)
+            .build()
+            .map_err(|e| Error::config(format!("cannot build the http client: {e}")))?;
+        Ok(Self {
+            config,
+            client,
+            invocations: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn stats(&self) -> BackendStats {
+        BackendStats {
+            backend: BackendKind::OpenWhisk,
+            max_workers: 0,
+            workers: 0,
+            cold_starts: 0,
+            invocations: self.invocations.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn invoke(
+        self: &Arc<Self>,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        let backend = self.clone();
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move {
+            if envelope.codec != Codec::Json {
+                return Err(Error::config(format!(
+                    "the openwhisk backend sends json parameters, not `{}`",
+                    envelope.codec
+                )));
+            }
+            if payload.len() > backend.config.max_payload {
+                return Err(Error::new(ErrorKind::PayloadTooLarge {
+                    size: payload.len() as u64,
+                    limit: backend.config.max_payload as u64,
+                }));
+            }
+            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
+            let action = backend.config.action(&envelope.function, name);
+            let url = format!(
+                "{}/api/v1/namespaces/{}/actions/{action}?blocking=true&result=true",
+                backend.config.api_host, backend.config.namespace
+            );
+            let answer = backend
+                .config
+                .retry
+                .run(|| backend.attempt(&url, &action, &envelope, payload.clone()))
+                .await?;
+            match answer {
+                Answer::Result(body) => Ok(body),
+                Answer::Accepted(activation) => backend.poll(&activation).await,
+            }
+        })
+    }
+
+    async fn attempt(
+        &self,
+        url: &str,
+        action: &str,
+        envelope: &Envelope,
+        payload: Bytes,
+    ) -> Result<Answer> {
+        let mut request = self
+            .request(reqwest::Method::POST, url)
+            .header("content-type", "application/json")
+            .body(payload);
+        if let Some(trace) = &envelope.trace {
+            request = request.header("traceparent", trace);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")))?;
+        let status = response.status().as_u16();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Error::unavailable(format!("connection to {url} broke: {e}")))?;
+        match status {
+            200 => Ok(Answer::Result(body)),
+            202 => serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| v.get("activationId")?.as_str().map(str::to_owned))
+                .map(Answer::Accepted)
+                .ok_or_else(|| {
+                    Error::protocol(format!(
+                        "the controller accepted the invocation without an activation id: {}",
+                        String::from_utf8_lossy(&body)
+                    ))
+                }),
+            // An application or developer error: the body is the action's result.
+            502 => Err(failed_activation(&body, None)),
+            _ => Err(controller_error(status, action, &body)),
+        }
+    }
+
+    /// Waits for the record of an activation that outlived the blocking call.
+    async fn poll(&self, activation: &str) -> Result<Bytes> {
+        let url = format!(
+            "{}/api/v1/namespaces/{}/activations/{activation}",
+            self.config.api_host, self.config.namespace
+        );
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let response = self
+                .request(reqwest::Method::GET, &url)
+                .send()
+                .await
+                .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")));
+            match response {
+                Ok(response) if response.status().as_u16() == 200 => {
+                    let body = response.bytes().await.map_err(|e| {
+                        Error::unavailable(format!("connection to {url} broke: {e}"))
+                    })?;
+                    return activation_outcome(&body);
+                }
+                // Not recorded yet (404), throttled, or a moment's outage: ask again.
+                Ok(response) if matches!(response.status().as_u16(), 404 | 429 | 503) => {}
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let body = response.bytes().await.unwrap_or_default();
+                    return Err(controller_error(status, activation, &body));
+                }
+                Err(error) if started.elapsed() < self.config.poll_limit => {
+                    tracing::debug!(%error, "polling the activation again");
+                }
+                Err(error) => return Err(error),
+            }
+            if started.elapsed() >= self.config.poll_limit {
+                return Err(Error::unavailable(format!(
+                    "activation {activation} has no result after {} s of polling",
+                    self.config.poll_limit.as_secs()
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 3 / 2).min(Duration::from_secs(2));
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        let (user, key) = self
+            .config
+            .auth
+            .split_once(':')
+            .unwrap_or((&self.config.auth, ""));
+        self.client
+            .request(method, url)
+            .basic_auth(user, Some(key))
+            .header("accept", "application/json")
+    }
+}
+
+enum Answer {
+    Result(Bytes),
+    Accepted(String),
+}
+
+/// An activation record (`GET …/activations/{id}`): its result, or its failure by status.
+fn activation_outcome(body: &[u8]) -> Result<Bytes> {
+    let record: Value = serde_json::from_slice(body)
+        .map_err(|e| Error::protocol(format!("an unreadable activation record: {e}")))?;
+    let response = &record["response"];
+    let result = response.get("result").cloned().unwrap_or(Value::Null);
+    let status = response["status"].as_str().unwrap_or_default();
+    if status == "success" || response["success"] == Value::Bool(true) {
+        return Ok(Bytes::from(serde_json::to_vec(&result).unwrap_or_default()));
+    }
+    let result = serde_json::to_vec(&result).unwrap_or_default();
+    Err(failed_activation(&result, Some(status)))
+}
+
+/// The error of a failed activation from its result object.
+fn failed_activation(result: &[u8], status: Option<&str>) -> Error {
+    let result: Value = serde_json::from_slice(result).unwrap_or(Value::Null);
+    if let Some(error) = result
+        .get("ferry")
+        .and_then(|e| serde_json::from_value::<Error>(e.clone()).ok())
+    {
+        return error;
+    }
+    let message = match result.get("error") {
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+        None => result.to_string(),
+    };
+    if let Some(limit_ms) = time_limit(&message) {
+        return Error::new(ErrorKind::Timeout { limit_ms });
+    }
+    match status {
+        Some("action developer error") => {
+            Error::protocol(format!("action developer error: {message}"))
+        }
+        Some("whisk internal error") => {
+            Error::unavailable(format!("whisk internal error: {message}"))
+        }
+        _ => Error::new(ErrorKind::User {
+            message,
+            type_name: "openwhisk application error".to_owned(),
+        }),
+    }
+}
+
+/// The limit in the controller's "The action exceeded its time limits of N milliseconds.".
+fn time_limit(message: &str) -> Option<u64> {
+    let rest = message.split("exceeded its time limits of ").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// An answer of the controller itself (not of the action).
+fn controller_error(status: u16, action: &str, body: &[u8]) -> Error {
+    let message = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    match status {
+        404 => Error::new(ErrorKind::UnknownFunction {
+            id: action.to_owned(),
+        }),
+        413 => Error::new(ErrorKind::PayloadTooLarge { size: 0, limit: 0 }),
+        429 => Error::new(ErrorKind::Throttled { message }),
+        401 | 403 => Error::config(format!(
+            "the controller refused the credentials ({status}): {message}"
+        )),
+        _ => Error::unavailable(format!("the controller answered {status}: {message}")),
+    }
+}
+
+/// Decodes an action's result as `T`. Object outputs are the result itself; ferry wraps any
+/// other output as `{"result": output}`, which is unwrapped when the whole does not decode.
+pub(crate) fn decode_result<T: DeserializeOwned>(result: &[u8]) -> Result<T> {
+    let whole = match serde_json::from_slice::<T>(result) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    if let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(result) {
+        if object.len() == 1 {
+            if let Some(inner) = object.remove("result") {
+                return serde_json::from_value(inner)
+                    .map_err(|e| Error::protocol(format!("cannot decode the output: {e}")));
+            }
+        }
+    }
+    Err(Error::protocol(format!(
+        "cannot decode the output: {whole}"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_unwrapped_only_when_the_whole_does_not_decode() {
+        assert_eq!(decode_result::<u64>(br#"{"result": 4}"#).unwrap(), 4);
+        assert_eq!(
+            decode_result::<Option<u64>>(br#"{"result": null}"#).unwrap(),
+            None
+        );
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Wrapped {
+            result: u64,
+        }
+        assert_eq!(
+            decode_result::<Wrapped>(br#"{"result": 4}"#).unwrap(),
+            Wrapped { result: 4 }
+        );
+        assert!(decode_result::<u64>(br#"{"result": 4, "other": 1}"#).is_err());
+    }
+
+    #[test]
+    fn controller_messages_keep_their_meaning() {
+        let error = failed_activation(
+            br#"{"error": "The action exceeded its time limits of 1500 milliseconds."}"#,
+            Some("action developer error"),
+        );
+        assert_eq!(error.kind(), &ErrorKind::Timeout { limit_ms: 1500 });
+        let error = failed_activation(br#"{"error": "no such model"}"#, None);
+        assert!(
+            matches!(error.kind(), ErrorKind::User { message, .. } if message == "no such model")
+        );
+        let error = failed_activation(
+            br#"{"error": "The action did not produce a valid response."}"#,
+            Some("action developer error"),
+        );
+        assert!(matches!(error.kind(), ErrorKind::Protocol { .. }));
+    }
+
+    #[test]
+    fn settings_come_from_the_environment_then_wskprops() {
+        let props = std::env::temp_dir().join(format!("ferry-wskprops-{}", std::process::id()));
+        std::fs::write(
+            &props,
+            "# wsk property file\nAPIHOST=whisk.local:3233\nAUTH=uuid:key\nNAMESPACE=shop\n",
+        )
+        .unwrap();
+        let path = props.display().to_string();
+        let from = |vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            OpenWhiskConfig::from_lookup(move |key| {
+                vars.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+            })
+        };
+        let config = from(&[("WSK_CONFIG_FILE", &path)]).unwrap();
+        assert_eq!(config.api_host, "https://whisk.local:3233");
+        assert_eq!(
+            (config.auth.as_str(), config.namespace.as_str()),
+            ("uuid:key", "shop")
+        );
+        let config = from(&[
+            ("WSK_CONFIG_FILE", &path),
+            ("__OW_API_HOST", "http://10.0.0.1"),
+            ("FERRY_OPENWHISK_ACTIONS", "app-{name}"),
+        ])
+        .unwrap();
+        assert_eq!(config.api_host, "http://10.0.0.1");
+        assert_eq!(config.action("x::f", "f"), "app-f");
+        let error = from(&[("WSK_CONFIG_FILE", "/nonexistent/wskprops")]).unwrap_err();
+        assert!(error.to_string().contains("needs an API host"), "{error}");
+        std::fs::remove_file(props).unwrap();
+    }
+
+    #[test]
+    fn hosts_and_action_names() {
+        let config = OpenWhiskConfig::new("openwhisk.example/", "u:k").actions("app-{name}");
+        assert_eq!(config.api_host, "https://openwhisk.example");
+        assert_eq!(config.action("m::add", "add"), "app-add");
+        assert_eq!(
+            OpenWhiskConfig::new("http://127.0.0.1:3233", "u:k").api_host,
+            "http://127.0.0.1:3233"
+        );
+    }
+}
