@@ -23,6 +23,8 @@ enum Command {
     Manifest(commands::manifest::Args),
     /// Serve /init and /run for any ActionLoop executable, with warm copies in parallel.
     ActionloopHost(commands::actionloop_host::Args),
+    /// Invoke one function on any backend and print its output.
+    Invoke(commands::invoke::Args),
 }
 
 /// Exit codes: 0 success, 1 the command failed, 2 bad usage (clap's own).
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Manifest(args) => commands::manifest::run(&args),
         Command::ActionloopHost(args) => commands::actionloop_host::run(&args),
+        Command::Invoke(args) => commands::invoke::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

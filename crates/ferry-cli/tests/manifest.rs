@@ -1,32 +1,8 @@
 //! `ferry manifest <binary>` on real ferry programs of this workspace, and on programs that are
 //! not ferry programs.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-/// A binary of this workspace, built (or found up to date) by cargo.
-fn workspace_binary(package: &str, binary: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_BIN_EXE_ferry"))
-        .parent()
-        .expect("target dir")
-        .to_path_buf();
-    // Always ask cargo: a binary left over from an earlier build may be stale.
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "--quiet", "--package", package, "--bin", binary]);
-    if dir.ends_with("release") {
-        build.arg("--release");
-    }
-    let status = build.status().expect("cargo build");
-    assert!(status.success(), "cannot build {binary}");
-    dir.join(binary)
-}
-
-fn ferry(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferry"))
-        .args(args)
-        .output()
-        .expect("run ferry")
-}
+mod common;
+use common::{ferry, workspace_binary};
 
 fn manifest_of(package: &str, binary: &str) -> serde_json::Value {
     let path = workspace_binary(package, binary);

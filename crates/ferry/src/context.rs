@@ -13,7 +13,7 @@ use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{Stream, StreamExt};
 
 use crate::backend::{
-    Backend, BackendKind, BackendStats, HttpConfig, LocalConfig, OpenWhiskConfig,
+    Backend, BackendKind, BackendStats, HttpConfig, LambdaConfig, LocalConfig, OpenWhiskConfig,
 };
 use crate::progress::Progress;
 use crate::wire::{Envelope, InvocationId};
@@ -73,6 +73,9 @@ impl Context {
             BackendKind::OpenWhisk => Backend::OpenWhisk(Arc::new(
                 crate::backend::openwhisk::OpenWhiskBackend::new(OpenWhiskConfig::from_env()?)?,
             )),
+            BackendKind::Lambda => Backend::Lambda(Arc::new(
+                crate::backend::lambda::LambdaBackend::new(LambdaConfig::from_env()?)?,
+            )),
         };
         Ok(Self::with_backend(backend))
     }
@@ -99,6 +102,13 @@ impl Context {
     pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
         Ok(Self::with_backend(Backend::OpenWhisk(Arc::new(
             crate::backend::openwhisk::OpenWhiskBackend::new(config)?,
+        ))))
+    }
+
+    /// Functions deployed on AWS Lambda, invoked through the SigV4-signed Invoke API.
+    pub fn lambda(config: LambdaConfig) -> Result<Self> {
+        Ok(Self::with_backend(Backend::Lambda(Arc::new(
+            crate::backend::lambda::LambdaBackend::new(config)?,
         ))))
     }
 

@@ -31,6 +31,7 @@
 //!   worker, or a manifest request.
 //! - Every invocation ends in its output or an [`Error`] whose [`ErrorKind`] says why.
 
+pub mod aws;
 mod backend;
 pub mod codec;
 mod context;
@@ -50,7 +51,8 @@ pub mod wire;
 pub mod __private;
 
 pub use backend::{
-    BackendKind, BackendStats, HttpConfig, LocalConfig, OpenWhiskConfig, RetryPolicy,
+    BackendKind, BackendStats, HttpConfig, LambdaConfig, LambdaHttp, LocalConfig, OpenWhiskConfig,
+    RetryPolicy,
 };
 pub use codec::Codec;
 pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};

@@ -68,15 +68,34 @@ impl Emulator {
         Self { child, port }
     }
 
-    /// Starts the fixture as the Lambda `bootstrap` for `handler`.
+    /// The Invoke API's endpoint.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts the fixture as the Lambda `bootstrap` for `handler`, the emulator's default
+    /// function (`_`).
     pub fn bootstrap(&self, program: &str, handler: &str, extra: &[(&str, &str)]) -> Bootstrap {
+        self.bootstrap_function("_", program, handler, extra)
+    }
+
+    /// Starts the fixture as the `bootstrap` of the Lambda function `function`.
+    pub fn bootstrap_function(
+        &self,
+        function: &str,
+        program: &str,
+        handler: &str,
+        extra: &[(&str, &str)],
+    ) -> Bootstrap {
+        let runtime_api = if function == "_" {
+            format!("http://127.0.0.1:{}/.rt", self.port)
+        } else {
+            format!("http://127.0.0.1:{}/.rt/{function}", self.port)
+        };
         let child = Command::new(program)
             .env_remove("FERRY_ROLE")
-            .env(
-                "AWS_LAMBDA_RUNTIME_API",
-                format!("http://127.0.0.1:{}/.rt", self.port),
-            )
-            .env("AWS_LAMBDA_FUNCTION_NAME", "_")
+            .env("AWS_LAMBDA_RUNTIME_API", runtime_api)
+            .env("AWS_LAMBDA_FUNCTION_NAME", function)
             .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
             .env("_HANDLER", handler)

@@ -3,10 +3,12 @@
 //! - `inline`: tasks of this process (the monolith);
 //! - `local`: the embedded local platform, warm worker processes of this executable;
 //! - `http`: functions served over HTTP by ferry's service mode (Knative, Cloud Run, OpenFaaS);
-//! - `openwhisk`: functions deployed as OpenWhisk actions, through the controller's REST API.
+//! - `openwhisk`: functions deployed as OpenWhisk actions, through the controller's REST API;
+//! - `lambda`: functions deployed on AWS Lambda, through the SigV4-signed Invoke API.
 
 pub(crate) mod http;
 pub(crate) mod inline;
+pub(crate) mod lambda;
 pub(crate) mod local;
 pub(crate) mod openwhisk;
 pub(crate) mod retry;
@@ -19,6 +21,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 pub use self::http::HttpConfig;
+pub use self::lambda::{LambdaConfig, LambdaHttp};
 pub use self::local::LocalConfig;
 pub use self::openwhisk::OpenWhiskConfig;
 pub use self::retry::RetryPolicy;
@@ -43,12 +46,19 @@ pub enum BackendKind {
     /// Functions deployed as OpenWhisk actions (`__OW_API_HOST` or a wskprops file).
     #[serde(rename = "openwhisk")]
     OpenWhisk,
+    /// Functions deployed on AWS Lambda (credentials and region as the AWS CLI finds them).
+    Lambda,
 }
 
 impl BackendKind {
     /// Every backend, for help texts.
-    pub const ALL: &'static [BackendKind] =
-        &[Self::Inline, Self::Local, Self::Http, Self::OpenWhisk];
+    pub const ALL: &'static [BackendKind] = &[
+        Self::Inline,
+        Self::Local,
+        Self::Http,
+        Self::OpenWhisk,
+        Self::Lambda,
+    ];
 
     /// `FERRY_BACKEND`, or `local` when unset.
     pub fn from_env() -> Result<Self> {
@@ -65,6 +75,7 @@ impl BackendKind {
             Self::Local => "local",
             Self::Http => "http",
             Self::OpenWhisk => "openwhisk",
+            Self::Lambda => "lambda",
         }
     }
 }
@@ -118,6 +129,7 @@ pub(crate) enum Backend {
     Local(Arc<local::LocalBackend>),
     Http(Arc<http::HttpBackend>),
     OpenWhisk(Arc<openwhisk::OpenWhiskBackend>),
+    Lambda(Arc<lambda::LambdaBackend>),
     /// Inside a local worker: invocations go back to the host's platform.
     Parent(Arc<ParentLink>),
 }
@@ -133,13 +145,14 @@ impl Backend {
             Self::Local(_) | Self::Parent(_) => BackendKind::Local,
             Self::Http(_) => BackendKind::Http,
             Self::OpenWhisk(_) => BackendKind::OpenWhisk,
+            Self::Lambda(_) => BackendKind::Lambda,
         }
     }
 
     /// How typed calls encode arguments and outputs: platforms whose events are JSON get JSON.
     pub(crate) fn wire_codec(&self) -> crate::Codec {
         match self {
-            Self::OpenWhisk(_) => crate::Codec::Json,
+            Self::OpenWhisk(_) | Self::Lambda(_) => crate::Codec::Json,
             _ => crate::Codec::Binary,
         }
     }
@@ -167,6 +180,7 @@ impl Backend {
             Self::Local(local) => local.stats(),
             Self::Http(http) => http.stats(),
             Self::OpenWhisk(openwhisk) => openwhisk.stats(),
+            Self::Lambda(lambda) => lambda.stats(),
             Self::Parent(parent) => parent.stats(),
         }
     }
@@ -184,6 +198,7 @@ impl Backend {
             Self::Local(local) => local.invoke(envelope, payload, descriptor),
             Self::Http(http) => http.invoke(envelope, payload, descriptor),
             Self::OpenWhisk(openwhisk) => openwhisk.invoke(envelope, payload, descriptor),
+            Self::Lambda(lambda) => lambda.invoke(envelope, payload, descriptor),
             Self::Parent(parent) => parent.invoke(envelope, payload),
         }
     }

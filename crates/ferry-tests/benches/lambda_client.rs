@@ -1,0 +1,103 @@
+//! The `lambda` backend's client ceiling: no-op invocations with 1,000 in flight from one host
+//! process, against a loopback Invoke endpoint (`POST /2015-03-31/functions/{name}/invocations`)
+//! that answers `null` at once. Every request is SigV4-signed and JSON-encoded as against AWS.
+//!
+//! The endpoint runs in a child process (this benchmark re-executed), so client and server are
+//! separate processes sharing the machine's cores.
+//!
+//! `cargo bench -p ferry-tests --bench lambda_client` prints a Markdown table (also written to
+//! `target/ferry-bench/lambda_client.md`).
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferry::aws::{AwsConfig, Credentials};
+use ferry::{Context, LambdaConfig, LambdaHttp};
+use ferry_tests::Noop;
+
+const IN_FLIGHT: usize = 1_000;
+const INVOCATIONS: usize = 100_000;
+const ROUNDS: usize = 3;
+
+async fn serve_endpoint() {
+    let app = axum::Router::new().route(
+        "/2015-03-31/functions/{name}/invocations",
+        axum::routing::post(|| async { ([("content-type", "application/json")], "null") }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("{}", listener.local_addr().unwrap());
+    axum::serve(listener, app).await.unwrap();
+}
+
+async fn measure(endpoint: &str, http: LambdaHttp, connections: usize) -> f64 {
+    let aws = AwsConfig::new(
+        "eu-west-1",
+        Credentials::new("AKIDFERRYBENCH", "ferry-bench-secret", None),
+    )
+    .with_lambda_endpoint(endpoint)
+    .unwrap();
+    let ctx = Context::lambda(LambdaConfig::new(aws).http(http).connections(connections)).unwrap();
+    // Warm the connections.
+    ctx.map((0..IN_FLIGHT).map(|_| Noop {}))
+        .concurrency(IN_FLIGHT)
+        .await
+        .unwrap();
+    let mut best = 0f64;
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        let outputs = ctx
+            .map((0..INVOCATIONS).map(|_| Noop {}))
+            .concurrency(IN_FLIGHT)
+            .await
+            .unwrap();
+        assert_eq!(outputs.len(), INVOCATIONS);
+        best = best.max(INVOCATIONS as f64 / started.elapsed().as_secs_f64());
+    }
+    best
+}
+
+fn main() {
+    if std::env::var_os("LAMBDA_CLIENT_BENCH_ENDPOINT").is_some() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(serve_endpoint());
+        return;
+    }
+    let mut server = Command::new(std::env::current_exe().unwrap())
+        .env("LAMBDA_CLIENT_BENCH_ENDPOINT", "1")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the endpoint");
+    let mut address = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut address)
+        .unwrap();
+    let endpoint = format!("http://{}", address.trim());
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut report = format!(
+        "| client | invocations/s, {IN_FLIGHT} in flight (best of {ROUNDS} × {INVOCATIONS}) |\n|---|---|\n"
+    );
+    for (label, http, connections) in [
+        ("HTTP/2 (h2c), 16 connections", LambdaHttp::H2c, 16),
+        ("HTTP/2 (h2c), 4 connections", LambdaHttp::H2c, 4),
+        ("HTTP/1.1 keep-alive", LambdaHttp::Http1, 1),
+    ] {
+        let endpoint = endpoint.clone();
+        let rate = runtime
+            .block_on(async move {
+                tokio::spawn(async move { measure(&endpoint, http, connections).await }).await
+            })
+            .expect("measurement");
+        println!("{label}: {rate:.0}/s");
+        let _ = writeln!(report, "| {label} | {rate:.0} |");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    println!("\n{report}");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("lambda_client.md"), &report);
+}

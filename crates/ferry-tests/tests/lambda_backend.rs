@@ -1,0 +1,214 @@
+//! The `lambda` backend: SigV4-signed Invoke API calls against `cargo lambda watch` (its Invoke
+//! API in front of the fixture program running as Lambda `bootstrap`s), and against a loopback
+//! Invoke endpoint that throttles and fails on purpose.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, StatusCode};
+use ferry::aws::{AwsConfig, Credentials};
+use ferry::{Codec, Context, ErrorKind, LambdaConfig, LambdaHttp, RetryPolicy};
+use ferry_tests::*;
+
+mod common;
+use common::{Emulator, bounded};
+
+const PROGRAM: &str = env!("CARGO_BIN_EXE_ferry-fixture");
+
+fn aws(endpoint: &str) -> AwsConfig {
+    AwsConfig::new(
+        "eu-west-1",
+        Credentials::new("AKIDFERRYTEST", "ferry-test-secret", None),
+    )
+    .with_lambda_endpoint(endpoint)
+    .expect("a valid endpoint")
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy::default().base_delay(Duration::from_millis(5))
+}
+
+#[tokio::test]
+async fn functions_run_behind_the_invoke_api() {
+    // The emulator knows the default function `_` and one per binary of the package.
+    let emulator = Emulator::start();
+    let _add =
+        emulator.bootstrap_function("_", PROGRAM, "add", &[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]);
+    let _even = emulator.bootstrap_function("ferry-fixture", PROGRAM, "require_even", &[]);
+    let _explode = emulator.bootstrap_function("web-fixture", PROGRAM, "explode", &[]);
+    let ctx = Context::lambda(
+        LambdaConfig::new(aws(&emulator.endpoint()))
+            .functions("_")
+            .route("require_even", "ferry-fixture")
+            .route("explode", "web-fixture")
+            .retry(fast_retries()),
+    )
+    .unwrap();
+    assert_eq!(bounded(ctx.call(Add { a: 40, b: 2 })).await.unwrap(), 42);
+    let sums = bounded(ctx.map((0..40).map(|i| Add { a: i, b: 1 })))
+        .await
+        .unwrap();
+    assert!(sums.iter().enumerate().all(|(i, &s)| s == i as i64 + 1));
+    let output = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#))
+        .await
+        .unwrap();
+    assert_eq!(&output[..], b"3");
+
+    // A function error is the function's, with its kind.
+    let error = bounded(ctx.call(RequireEven { n: 3 })).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
+        "{error}"
+    );
+    assert_eq!(bounded(ctx.call(RequireEven { n: 4 })).await.unwrap(), 2);
+    let error = bounded(ctx.call(Explode {
+        message: "lambda boom".into(),
+    }))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Panic { message } if message == "lambda boom"),
+        "{error}"
+    );
+    let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": "x"}"#))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
+        "{error}"
+    );
+
+    // Over 6 MB of JSON: refused before sending.
+    let error = ctx
+        .call(ByteLen {
+            data: vec![7; 3_500_000],
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::PayloadTooLarge { limit, .. } if *limit == 6 * 1024 * 1024),
+        "{error}"
+    );
+    assert_eq!(ctx.stats().invocations, 47);
+}
+
+/// A loopback Invoke endpoint: answers `failures` first (status, error type), then `42`, and
+/// checks that every request is signed.
+async fn scripted_endpoint(failures: Vec<(StatusCode, &'static str)>) -> (String, Arc<AtomicU32>) {
+    let seen = Arc::new(AtomicU32::new(0));
+    let counter = seen.clone();
+    let failures = Arc::new(failures);
+    let app = axum::Router::new().route(
+        "/2015-03-31/functions/{name}/invocations",
+        axum::routing::post(move |headers: HeaderMap| {
+            let counter = counter.clone();
+            let failures = failures.clone();
+            async move {
+                let authorization = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                assert!(
+                    authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKIDFERRYTEST/")
+                        && authorization.contains("/eu-west-1/lambda/aws4_request"),
+                    "unsigned: {authorization:?}"
+                );
+                assert!(headers.contains_key("x-amz-date"));
+                let n = counter.fetch_add(1, Ordering::SeqCst) as usize;
+                match failures.get(n) {
+                    Some(&(status, error_type)) => (
+                        status,
+                        [("x-amzn-errortype", error_type)],
+                        format!(r#"{{"Type": "User", "message": "scripted {error_type}"}}"#),
+                    ),
+                    None => (
+                        StatusCode::OK,
+                        [("content-type", "application/json")],
+                        "42".to_owned(),
+                    ),
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (endpoint, seen)
+}
+
+#[tokio::test]
+async fn throttling_and_service_failures_are_retried() {
+    let (endpoint, seen) = scripted_endpoint(vec![
+        (StatusCode::TOO_MANY_REQUESTS, "TooManyRequestsException"),
+        (StatusCode::SERVICE_UNAVAILABLE, "ServiceException"),
+    ])
+    .await;
+    for http in [LambdaHttp::Http1, LambdaHttp::H2c] {
+        seen.store(0, Ordering::SeqCst);
+        let ctx = Context::lambda(
+            LambdaConfig::new(aws(&endpoint))
+                .http(http)
+                .retry(fast_retries()),
+        )
+        .unwrap();
+        assert_eq!(ctx.call(Add { a: 40, b: 2 }).await.unwrap(), 42, "{http:?}");
+        assert_eq!(seen.load(Ordering::SeqCst), 3, "{http:?}");
+    }
+
+    let ctx = Context::lambda(LambdaConfig::new(aws(&endpoint)).retry(RetryPolicy::NEVER)).unwrap();
+    seen.store(0, Ordering::SeqCst);
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Throttled { message } if message.contains("TooManyRequestsException")),
+        "{error}"
+    );
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("503")),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn service_refusals_are_not_retried() {
+    let (endpoint, seen) = scripted_endpoint(vec![
+        (StatusCode::NOT_FOUND, "ResourceNotFoundException"),
+        (StatusCode::FORBIDDEN, "InvalidSignatureException"),
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "RequestEntityTooLargeException",
+        ),
+    ])
+    .await;
+    let ctx = Context::lambda(LambdaConfig::new(aws(&endpoint)).retry(fast_retries())).unwrap();
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::UnknownFunction { id } if id == "add"),
+        "{error}"
+    );
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Config { message } if message.contains("InvalidSignatureException")),
+        "{error}"
+    );
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::PayloadTooLarge { .. }),
+        "{error}"
+    );
+    assert_eq!(seen.load(Ordering::SeqCst), 3, "one request each");
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_unavailable_after_bounded_retries() {
+    let ctx = Context::lambda(LambdaConfig::new(aws("http://127.0.0.1:1")).retry(fast_retries()))
+        .unwrap();
+    let started = Instant::now();
+    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("cannot reach")),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

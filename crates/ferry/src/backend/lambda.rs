@@ -1,0 +1,423 @@
+//! The `lambda` backend: functions deployed on AWS Lambda, invoked through the Invoke API
+//! (`POST /2015-03-31/functions/{name}/invocations`) signed with SigV4.
+//!
+//! - Connections: a pool of HTTP/2 connections, each carrying many streams (Cppless used
+//!   16 × 100). Over TLS, HTTP/2 is negotiated and a server that only speaks HTTP/1.1 gets
+//!   keep-alive HTTP/1.1; over plain `http://` (an emulator) HTTP/1.1 is used unless h2c is asked.
+//! - A function error is still a 200 with `X-Amz-Function-Error`: the body is the runtime's error
+//!   object, which ferry's runtime extends with the ferry error, so kinds travel back exactly.
+//! - Arguments over Lambda's 6 MB request limit are refused before sending.
+//! - 429 (`TooManyRequestsException`) is [`ErrorKind::Throttled`], 5xx [`ErrorKind::Unavailable`]:
+//!   both retried with jittered backoff by the [`RetryPolicy`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::retry::RetryPolicy;
+use super::{BackendKind, BackendStats};
+use crate::aws::{AwsConfig, Signer};
+use crate::wire::Envelope;
+use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
+
+/// Lambda's limit on a synchronous invocation's request and response (6 MB).
+pub const MAX_PAYLOAD: usize = 6 * 1024 * 1024;
+
+/// Which HTTP version the Invoke client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum LambdaHttp {
+    /// HTTP/2 where TLS negotiates it, else HTTP/1.1.
+    #[default]
+    Auto,
+    /// HTTP/2 without TLS, by prior knowledge (an h2c emulator or proxy).
+    H2c,
+    /// HTTP/1.1 only.
+    Http1,
+}
+
+/// Where Lambda is, who we are, and which Lambda function each ferry function is.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LambdaConfig {
+    /// Region, credentials and endpoint.
+    pub aws: AwsConfig,
+    /// The Lambda function of each ferry function: `{name}` and `{id}` are replaced, e.g.
+    /// `shop-{name}`. Default `{name}`.
+    pub functions: String,
+    /// Lambda functions named one by one (ferry function name → Lambda function), ahead of the
+    /// template.
+    pub routes: std::collections::BTreeMap<String, String>,
+    /// A version or alias to invoke (`Qualifier`).
+    pub qualifier: Option<String>,
+    /// HTTP version.
+    pub http: LambdaHttp,
+    /// Connections in the pool; requests are spread over them round-robin.
+    pub connections: usize,
+    /// Longest wait for one request's answer (Lambda's own limit is 15 minutes).
+    pub request_timeout: Duration,
+    /// What is retried, how often.
+    pub retry: RetryPolicy,
+}
+
+impl LambdaConfig {
+    /// Lambda as `aws` describes it, with 16 connections.
+    pub fn new(aws: AwsConfig) -> Self {
+        Self {
+            aws,
+            functions: "{name}".to_owned(),
+            routes: std::collections::BTreeMap::new(),
+            qualifier: None,
+            http: LambdaHttp::Auto,
+            connections: 16,
+            request_timeout: Duration::from_secs(905),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// [`AwsConfig::from_env`], then `FERRY_LAMBDA_FUNCTIONS` (the name template),
+    /// `FERRY_LAMBDA_QUALIFIER`, `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and
+    /// `FERRY_LAMBDA_CONNECTIONS`.
+    pub fn from_env() -> Result<Self> {
+        let aws = AwsConfig::from_env().map_err(|e| Error::config(e.to_string()))?;
+        let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        let mut config = Self::new(aws);
+        if let Some(template) = env("FERRY_LAMBDA_FUNCTIONS") {
+            config.functions = template;
+        }
+        config.qualifier = env("FERRY_LAMBDA_QUALIFIER");
+        if let Some(http) = env("FERRY_LAMBDA_HTTP") {
+            config.http = match http.as_str() {
+                "auto" => LambdaHttp::Auto,
+                "h2c" => LambdaHttp::H2c,
+                "http1" => LambdaHttp::Http1,
+                other => {
+                    return Err(Error::config(format!(
+                        "FERRY_LAMBDA_HTTP is `{other}`; expected `auto`, `h2c` or `http1`"
+                    )));
+                }
+            };
+        }
+        if let Some(connections) = env("FERRY_LAMBDA_CONNECTIONS") {
+            config.connections = connections
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    Error::config(format!(
+                        "FERRY_LAMBDA_CONNECTIONS is `{connections}`; expected a positive number"
+                    ))
+                })?;
+        }
+        Ok(config)
+    }
+
+    /// Sets the name template (`{name}`, `{id}`).
+    #[must_use]
+    pub fn functions(mut self, template: impl Into<String>) -> Self {
+        self.functions = template.into();
+        self
+    }
+
+    /// Sends the ferry function `name` to the Lambda function `lambda_function`.
+    #[must_use]
+    pub fn route(mut self, name: impl Into<String>, lambda_function: impl Into<String>) -> Self {
+        self.routes.insert(name.into(), lambda_function.into());
+        self
+    }
+
+    /// Sets the HTTP version.
+    #[must_use]
+    pub fn http(mut self, http: LambdaHttp) -> Self {
+        self.http = http;
+        self
+    }
+
+    /// Sets the number of pooled connections.
+    #[must_use]
+    pub fn connections(mut self, n: usize) -> Self {
+        self.connections = n.max(1);
+        self
+    }
+
+    /// Sets the retry policy.
+    #[must_use]
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The Lambda function that runs the ferry function `name` (`id`).
+    pub fn function(&self, id: &str, name: &str) -> String {
+        if let Some(routed) = self.routes.get(name).or_else(|| self.routes.get(id)) {
+            return routed.clone();
+        }
+        self.functions.replace("{name}", name).replace("{id}", id)
+    }
+}
+
+pub(crate) struct LambdaBackend {
+    config: LambdaConfig,
+    signer: Signer,
+    /// One client per connection: a client multiplexes HTTP/2 streams over one connection per
+    /// host, so the pool is a set of clients.
+    clients: Vec<reqwest::Client>,
+    next_client: AtomicUsize,
+    invocations: AtomicU64,
+}
+
+impl LambdaBackend {
+    pub(crate) fn new(config: LambdaConfig) -> Result<Self> {
+        let clients = (0..config.connections.max(1))
+            .map(|_| {
+                let mut builder = reqwest::Client::builder()
+                    .timeout(config.request_timeout)
+                    .pool_max_idle_per_host(1024)
+                    .http2_adaptive_window(true);
+                builder = match config.http {
+                    LambdaHttp::Auto => builder,
+                    LambdaHttp::H2c => builder.http2_prior_knowledge(),
+                    LambdaHttp::Http1 => builder.http1_only(),
+                };
+                builder
+                    .build()
+                    .map_err(|e| Error::config(format!("cannot build the http client: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            signer: config.aws.signer("lambda"),
+            config,
+            clients,
+            next_client: AtomicUsize::new(0),
+            invocations: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn stats(&self) -> BackendStats {
+        BackendStats {
+            backend: BackendKind::Lambda,
+            max_workers: 0,
+            workers: 0,
+            cold_starts: 0,
+            invocations: self.invocations.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn invoke(
+        self: &Arc<Self>,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        let backend = self.clone();
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move {
+            if envelope.codec != Codec::Json {
+                return Err(Error::config(format!(
+                    "the lambda backend sends json events, not `{}`",
+                    envelope.codec
+                )));
+            }
+            if payload.len() > MAX_PAYLOAD {
+                return Err(Error::new(ErrorKind::PayloadTooLarge {
+                    size: payload.len() as u64,
+                    limit: MAX_PAYLOAD as u64,
+                }));
+            }
+            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
+            let function = backend.config.function(&envelope.function, name);
+            let mut url = format!(
+                "{}/2015-03-31/functions/{function}/invocations",
+                backend.config.aws.lambda_endpoint().trim_end_matches('/')
+            );
+            if let Some(qualifier) = &backend.config.qualifier {
+                url.push_str("?Qualifier=");
+                url.push_str(qualifier);
+            }
+            backend
+                .config
+                .retry
+                .run(|| backend.attempt(&url, &function, payload.clone()))
+                .await
+        })
+    }
+
+    async fn attempt(&self, url: &str, function: &str, payload: Bytes) -> Result<Bytes> {
+        let headers = [
+            ("content-type", "application/json"),
+            ("x-amz-invocation-type", "RequestResponse"),
+        ];
+        // Signed per attempt: a retry must carry a fresh date.
+        let signed = self
+            .signer
+            .sign("POST", url, &headers, &payload)
+            .map_err(|e| Error::config(e.to_string()))?;
+        let mut header_map = reqwest::header::HeaderMap::with_capacity(6);
+        for (name, value) in headers {
+            header_map.insert(name, reqwest::header::HeaderValue::from_static(value));
+        }
+        signed.apply_to(&mut header_map);
+        let client =
+            &self.clients[self.next_client.fetch_add(1, Ordering::Relaxed) % self.clients.len()];
+        let response = client
+            .post(url)
+            .headers(header_map)
+            .body(payload)
+            .send()
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")))?;
+        let status = response.status().as_u16();
+        let failed = response
+            .headers()
+            .get("x-amz-function-error")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let error_type = response
+            .headers()
+            .get("x-amzn-errortype")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(':').next().unwrap_or(v).to_owned());
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Error::unavailable(format!("connection to {url} broke: {e}")))?;
+        match (status, failed) {
+            (200, None) => Ok(body),
+            (200, Some(_)) => Err(function_error(&body)),
+            // Emulators (cargo lambda's) answer a function error with a 500 and no header; the
+            // Lambda service's own errors never carry an `errorType`.
+            (500, None) if is_runtime_error(&body) => Err(function_error(&body)),
+            _ => Err(service_error(status, error_type, function, &body)),
+        }
+    }
+}
+
+/// A function error: the runtime's `{errorMessage, errorType, …}`, with ferry's error inside
+/// when the runtime is ferry's.
+fn function_error(body: &[u8]) -> Error {
+    let error: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if let Some(error) = error
+        .get("ferry")
+        .and_then(|e| serde_json::from_value::<Error>(e.clone()).ok())
+    {
+        return error;
+    }
+    let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
+    let message = match text("errorMessage") {
+        "" => String::from_utf8_lossy(body).trim().to_owned(),
+        message => message.to_owned(),
+    };
+    let error_type = text("errorType");
+    if let Some(seconds) = message
+        .split("Task timed out after ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|s| s.parse::<f64>().ok())
+    {
+        return Error::new(ErrorKind::Timeout {
+            limit_ms: (seconds * 1000.0).round() as u64,
+        });
+    }
+    match error_type {
+        "Function.ResponseSizeTooLarge" => Error::new(ErrorKind::PayloadTooLarge {
+            size: 0,
+            limit: MAX_PAYLOAD as u64,
+        }),
+        "Runtime.OutOfMemory" => Error::new(ErrorKind::OutOfMemory {
+            limit_mb: 0,
+            used_mb: 0,
+        }),
+        t if t.starts_with("Runtime.") => Error::protocol(format!("{t}: {message}")),
+        _ => Error::new(ErrorKind::User {
+            message,
+            type_name: error_type.to_owned(),
+        }),
+    }
+}
+
+fn is_runtime_error(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .is_ok_and(|v| v.get("errorType").is_some() && v.get("errorMessage").is_some())
+}
+
+/// An answer of the Lambda service itself.
+fn service_error(status: u16, error_type: Option<String>, function: &str, body: &[u8]) -> Error {
+    let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let message = ["message", "Message", "errorMessage"]
+        .iter()
+        .find_map(|key| parsed.get(*key).and_then(Value::as_str))
+        .map(str::to_owned)
+        .unwrap_or_else(|| String::from_utf8_lossy(body).trim().to_owned());
+    let error_type = error_type
+        .or_else(|| {
+            parsed
+                .get("Type")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    let described = if error_type.is_empty() {
+        format!("lambda answered {status}: {message}")
+    } else {
+        format!("lambda answered {status} {error_type}: {message}")
+    };
+    match status {
+        404 => Error::new(ErrorKind::UnknownFunction {
+            id: function.to_owned(),
+        }),
+        413 => Error::new(ErrorKind::PayloadTooLarge {
+            size: 0,
+            limit: MAX_PAYLOAD as u64,
+        }),
+        429 => Error::new(ErrorKind::Throttled { message: described }),
+        401 | 403 => Error::config(described),
+        500.. => Error::unavailable(described),
+        _ => Error::protocol(described),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_errors_keep_their_meaning() {
+        let error = function_error(
+            br#"{"errorMessage": "2026-11-21T10:00:00Z 1 Task timed out after 3.00 seconds", "errorType": "Sandbox.Timedout"}"#,
+        );
+        assert_eq!(error.kind(), &ErrorKind::Timeout { limit_ms: 3000 });
+        let error = function_error(br#"{"errorMessage": "no stock", "errorType": "ValueError"}"#);
+        assert!(
+            matches!(error.kind(), ErrorKind::User { message, type_name } if message == "no stock" && type_name == "ValueError")
+        );
+        let error = function_error(
+            br#"{"errorMessage": "x", "errorType": "ferry.User", "ferry": {"kind": "panic", "message": "boom"}}"#,
+        );
+        assert!(matches!(error.kind(), ErrorKind::Panic { message } if message == "boom"));
+    }
+
+    #[test]
+    fn service_errors_by_status() {
+        let throttled = service_error(
+            429,
+            Some("TooManyRequestsException".into()),
+            "f",
+            br#"{"Type": "User", "message": "Rate Exceeded."}"#,
+        );
+        assert!(
+            matches!(throttled.kind(), ErrorKind::Throttled { message } if message.contains("Rate Exceeded."))
+        );
+        assert!(matches!(
+            service_error(404, None, "f", b"{}").kind(),
+            ErrorKind::UnknownFunction { id } if id == "f"
+        ));
+        assert!(matches!(
+            service_error(503, None, "f", b"").kind(),
+            ErrorKind::Unavailable { .. }
+        ));
+    }
+}
