@@ -31,6 +31,7 @@
 //!   worker, or a manifest request.
 //! - Every invocation ends in its output or an [`Error`] whose [`ErrorKind`] says why.
 
+pub mod aws;
 mod backend;
 pub mod codec;
 mod context;
