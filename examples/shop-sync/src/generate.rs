@@ -66,8 +66,8 @@ fn model(random: &mut Xorshift128Plus, code: &str, index: usize) -> Vec<PsItem> 
             let discount_percent = random.between(0, 20);
             let barcode = random.between(1_111_111, 9_999_999);
             let category = *random.pick(CATEGORIES);
-            let color = has_color.then(|| *random.pick(COLORS)).unwrap_or_default();
-            let size = has_size.then(|| *random.pick(SIZES)).unwrap_or_default();
+            let color = if has_color { *random.pick(COLORS) } else { "" };
+            let size = if has_size { *random.pick(SIZES) } else { "" };
             // Rounded to the cent, as a till would.
             let sale_cents = (price_cents * (100 - discount_percent) + 50) / 100;
             item(ItemDraw {

@@ -32,7 +32,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Syncs every model through each runner, checks SH against PS, writes CSVs (and plots).
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Runs the mock PS and SH servers until Ctrl-C.
     Serve(ServeArgs),
     /// Draws the PNG plots of a results CSV.
@@ -142,7 +142,7 @@ fn main() -> ExitCode {
                 std::env::set_var(PS_URL_VAR, ps_url);
                 std::env::set_var(SH_URL_VAR, sh_url);
             }
-            ferry::run(move |_| bench::run(args, listeners))
+            ferry::run(move |_| bench::run(*args, listeners))
         }
         Command::Serve(args) => ferry::run(move |_| serve(args)),
         Command::Plot(args) => match plot::plot_csv(&args.csv, &args.out) {

@@ -15,8 +15,11 @@ use shop_sync::workload::Plan;
 use crate::bench::Run;
 use crate::runner::RunnerKind;
 
+/// How a metric's cell is written.
+type Cell = fn(&RunResult) -> String;
+
 /// The metrics of the CSV, in column order, with how each is written.
-pub const METRICS: &[(&str, fn(&RunResult) -> String)] = &[
+pub const METRICS: &[(&str, Cell)] = &[
     ("seconds", |r| format!("{:.3}", r.seconds)),
     ("successes", |r| r.successes.to_string()),
     ("fails", |r| r.fails.to_string()),
