@@ -12,6 +12,7 @@ use shop_sync::model::ProductAndStocks;
 use shop_sync::server::RunningServer;
 use shop_sync::stats::LatencyStats;
 use shop_sync::workload::{self, Plan, Workload};
+use tokio::sync::Semaphore;
 
 use crate::report::{self, RunResult};
 use crate::runner::Runner;
@@ -135,7 +136,7 @@ async fn measure(
         // Every runner starts from the same SH: the same products, variants, stocks and ids.
         servers.sh.reset().await?;
         servers.sh.batch_products_and_stocks(&uploads).await?;
-        let run = sync_all(runner, &model_codes, delay).await;
+        let run = sync_all(runner, &model_codes, delay, args.in_flight).await;
         let checked = check::verify(&servers.ps, &servers.sh)
             .await
             .with_context(|| format!("after the {name} runner synced {models} models"))?;
@@ -219,19 +220,32 @@ impl Run {
     }
 }
 
-/// Syncs every model concurrently: all at once, or starting one every `delay`.
-async fn sync_all(runner: &Runner, models: &[String], delay: Option<Duration>) -> Run {
+/// Syncs every model concurrently: all at once, or starting one every `delay`; at most
+/// `in_flight` at a time, as a client with that many connections would. A sync's latency
+/// counts from when it is sent.
+async fn sync_all(
+    runner: &Runner,
+    models: &[String],
+    delay: Option<Duration>,
+    in_flight: usize,
+) -> Run {
     let start = Instant::now();
+    let slots = Arc::new(Semaphore::new(in_flight.max(1)));
     let tasks: Vec<_> = models
         .iter()
         .enumerate()
         .map(|(index, model)| {
             let sync = runner.sync(model.clone());
             let not_before = delay.map(|d| start + d * index as u32);
+            let slots = slots.clone();
             tokio::spawn(async move {
                 if let Some(at) = not_before {
                     tokio::time::sleep_until(at.into()).await;
                 }
+                let _slot = slots
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
                 let began = Instant::now();
                 let outcome = sync.await;
                 (began.elapsed(), outcome)

@@ -52,6 +52,11 @@ pub struct BenchArgs {
     /// thesis's rate limiter: 100 ms caps a run at 10 syncs per second).
     #[arg(long, default_value_t = 100)]
     pub delay_ms: u64,
+    /// Most syncs in flight at once: the benchmarker's connections. Thousands of connections
+    /// opened at once overflow a server's accept queue, and the retried SYNs then add a second
+    /// to the latency of whichever syncs they hit.
+    #[arg(long, default_value_t = 256)]
+    pub in_flight: usize,
     /// Runners, in the order they run.
     #[arg(long, value_delimiter = ',', default_value = "mono,local,http")]
     pub runners: Vec<RunnerKind>,
@@ -142,9 +147,9 @@ fn main() -> ExitCode {
                 std::env::set_var(PS_URL_VAR, ps_url);
                 std::env::set_var(SH_URL_VAR, sh_url);
             }
-            ferry::run(move |_| bench::run(*args, listeners))
+            ferry::run(move |_| exit_code(bench::run(*args, listeners)))
         }
-        Command::Serve(args) => ferry::run(move |_| serve(args)),
+        Command::Serve(args) => ferry::run(move |_| exit_code(serve(args))),
         Command::Plot(args) => match plot::plot_csv(&args.csv, &args.out) {
             Ok(written) => {
                 for path in written {
@@ -157,6 +162,17 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// Runs `command` and reports its error with the chain of causes.
+async fn exit_code(command: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+    match command.await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
     }
 }
 

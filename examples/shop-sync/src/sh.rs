@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::routing::{get, post, put};
 
 use crate::model::{
@@ -37,6 +37,8 @@ pub const DEFAULT_LOCATION_ID: u64 = 5;
 pub const PAGE_SIZE: usize = 10_000;
 /// The lowest and highest id the store hands out.
 pub const ID_RANGE: (u32, u32) = (100_000, 999_999);
+/// Largest request body: a benchmark's whole starting state comes in one request.
+pub const MAX_BODY: usize = 256 << 20;
 /// Seeds of the shuffle of the id pool.
 const ID_POOL_SEEDS: (u64, u64) = (0x5EED_0F1D_5EED_0F1D, 0x0DDB_A115_CAFE_F00D);
 
@@ -181,6 +183,7 @@ pub fn router(store: Arc<ShStore>) -> Router {
         .route("/batchProductsAndStocks", post(batch_products_and_stocks))
         .route("/products/page/{n}", get(products_page))
         .route("/inventories/page/{n}", get(inventories_page))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(store)
 }
 
