@@ -102,6 +102,11 @@ async fn measure_all(
     servers: &Servers,
     runners: &[Runner],
 ) -> anyhow::Result<Results> {
+    if args.warm_up > 0 {
+        // Connections, worker processes and allocators warm up on a run nobody measures.
+        eprintln!("warming up with {} models", args.warm_up);
+        measure(args, servers, runners, args.warm_up, None).await?;
+    }
     let mut unthrottled = Vec::new();
     for &models in &args.models {
         unthrottled.extend(measure(args, servers, runners, models, None).await?);

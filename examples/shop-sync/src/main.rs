@@ -57,6 +57,10 @@ pub struct BenchArgs {
     /// to the latency of whichever syncs they hit.
     #[arg(long, default_value_t = 256)]
     pub in_flight: usize,
+    /// Models of an unmeasured run through every runner first, so that connections and
+    /// worker processes are warm; 0 for none.
+    #[arg(long, default_value_t = 250)]
+    pub warm_up: usize,
     /// Runners, in the order they run.
     #[arg(long, value_delimiter = ',', default_value = "mono,local,http")]
     pub runners: Vec<RunnerKind>,
