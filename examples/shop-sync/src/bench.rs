@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, ensure};
 use shop_sync::check;
 use shop_sync::client::{self, PsClient, ShClient};
-use shop_sync::model::ProductAndStocks;
+use shop_sync::model::{ProductAndStocks, PsModel};
 use shop_sync::server::RunningServer;
 use shop_sync::stats::LatencyStats;
 use shop_sync::workload::{self, Plan, Workload};
 use tokio::sync::Semaphore;
 
-use crate::report::{self, RunResult};
+use crate::report::{self, RunResult, Sample};
 use crate::runner::Runner;
 use crate::{BenchArgs, Listeners};
 
@@ -84,6 +84,10 @@ pub async fn run(args: BenchArgs, listeners: Listeners) -> anyhow::Result<()> {
             }
         }
     }
+    if let Some(path) = &args.latencies {
+        report::write_samples(path, &unthrottled, &throttled)?;
+        eprintln!("wrote {}", path.display());
+    }
     if args.json {
         println!("{}", report::json(&unthrottled, &throttled));
     }
@@ -132,9 +136,14 @@ async fn measure(
         x_seed: args.x_seed,
         y_seed: args.y_seed,
     };
-    let (plan, uploads, model_codes) = set_up(servers, &workload, args.partial, args.full)
-        .await
-        .with_context(|| format!("cannot set up {models} models"))?;
+    let (plan, uploads, models_on_ps) =
+        set_up(servers, &workload, args.partial, args.full)
+            .await
+            .with_context(|| format!("cannot set up {models} models"))?;
+    let model_codes: Vec<String> = models_on_ps
+        .iter()
+        .map(|m| m.model_code_365.clone())
+        .collect();
     let mut results = Vec::with_capacity(runners.len());
     for runner in runners {
         let name = runner.kind().column();
@@ -145,7 +154,19 @@ async fn measure(
         let checked = check::verify(&servers.ps, &servers.sh)
             .await
             .with_context(|| format!("after the {name} runner synced {models} models"))?;
-        let result = RunResult::new(runner.kind(), models, plan, delay, &run);
+        let mut result = RunResult::new(runner.kind(), models, plan, delay, &run);
+        if args.latencies.is_some() {
+            result.samples = models_on_ps
+                .iter()
+                .zip(&run.per_model)
+                .map(|(model, (latency, ok))| Sample {
+                    model: model.model_code_365.clone(),
+                    items: model.item_count,
+                    millis: latency.as_secs_f64() * 1e3,
+                    ok: *ok,
+                })
+                .collect();
+        }
         eprintln!(
             "{models} models (P={}, F={}), {name}: {:.3} s, {} ok, {} failed, {:.1} syncs/s, median {:.1} ms, p99.9 {:.1} ms; SH equals PS ({} products, {} variants)",
             plan.partial,
@@ -173,7 +194,7 @@ async fn set_up(
     workload: &Workload,
     partial: Option<usize>,
     full: Option<usize>,
-) -> anyhow::Result<(Plan, Vec<ProductAndStocks>, Vec<String>)> {
+) -> anyhow::Result<(Plan, Vec<ProductAndStocks>, Vec<PsModel>)> {
     servers.ps.reset().await?;
     servers.sh.reset().await?;
     servers
@@ -197,8 +218,8 @@ async fn set_up(
     );
     let source = servers.ps.first_models_and_stocks(plan.on_sh()).await?;
     let uploads = workload::uploads(&source, plan, &mut random);
-    let model_codes = servers.ps.all_model_codes().await?;
-    Ok((plan, uploads, model_codes))
+    let models = servers.ps.all_models().await?;
+    Ok((plan, uploads, models))
 }
 
 /// What one runner did with every model.
@@ -209,6 +230,8 @@ pub struct Run {
     pub latencies: Vec<Duration>,
     /// Why syncs failed.
     pub failures: Vec<String>,
+    /// Each model's latency and whether it synced, in model order.
+    pub per_model: Vec<(Duration, bool)>,
 }
 
 impl Run {
@@ -259,20 +282,26 @@ async fn sync_all(
         .collect();
     let mut latencies = Vec::with_capacity(tasks.len());
     let mut failures = Vec::new();
+    let mut per_model = Vec::with_capacity(tasks.len());
     for (task, model) in tasks.into_iter().zip(models) {
         match task.await {
             Ok((latency, outcome)) => {
                 latencies.push(latency);
+                per_model.push((latency, outcome.is_ok()));
                 if let Err(error) = outcome {
                     failures.push(format!("{model}: {error}"));
                 }
             }
-            Err(error) => failures.push(format!("{model}: the sync task ended: {error}")),
+            Err(error) => {
+                per_model.push((Duration::ZERO, false));
+                failures.push(format!("{model}: the sync task ended: {error}"));
+            }
         }
     }
     Run {
         elapsed: start.elapsed(),
         latencies,
         failures,
+        per_model,
     }
 }

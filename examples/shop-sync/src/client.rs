@@ -328,6 +328,11 @@ impl PsClient {
         all_pages(|page| self.items_page(page), crate::ps::PAGE_SIZE).await
     }
 
+    /// Every model's metadata, page by page.
+    pub async fn all_models(&self) -> Result<Vec<PsModel>, RequestError> {
+        all_pages(|page| self.models_page(page), crate::ps::PAGE_SIZE).await
+    }
+
     /// Every stock, page by page.
     pub async fn all_stocks(&self) -> Result<Vec<PsStock>, RequestError> {
         all_pages(|page| self.stocks_page(page), crate::ps::PAGE_SIZE).await

@@ -88,6 +88,9 @@ pub struct BenchArgs {
     /// Also draw PNG plots of both CSVs into this directory (needs `rsvg-convert`).
     #[arg(long)]
     pub plots: Option<PathBuf>,
+    /// Also write every sync's latency, with its model's item count, to this CSV.
+    #[arg(long)]
+    pub latencies: Option<PathBuf>,
     /// Print a JSON summary as the last line.
     #[arg(long)]
     pub json: bool,

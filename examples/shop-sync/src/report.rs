@@ -50,6 +50,21 @@ pub struct RunResult {
     pub fails: usize,
     /// Per-model latency.
     pub latency: LatencyStats,
+    /// Each sync, when asked for (`--latencies`).
+    pub samples: Vec<Sample>,
+}
+
+/// One sync of a run.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// The model.
+    pub model: String,
+    /// Its items: the work of its sync grows with them.
+    pub items: usize,
+    /// Its latency in milliseconds.
+    pub millis: f64,
+    /// Whether it synced.
+    pub ok: bool,
 }
 
 impl RunResult {
@@ -70,6 +85,7 @@ impl RunResult {
             successes: run.latencies.len().saturating_sub(run.failures.len()),
             fails: run.failures.len(),
             latency: run.latency(),
+            samples: Vec::new(),
         }
     }
 
@@ -185,4 +201,29 @@ pub fn json(unthrottled: &[RunResult], throttled: &[RunResult]) -> String {
     };
     serde_json::json!({ "unthrottled": rows(unthrottled), "throttled": rows(throttled) })
         .to_string()
+}
+
+/// Every sync of every run as CSV: `delay_ms,models,runner,model,items,latency_ms,ok`.
+pub fn write_samples(
+    path: &Path,
+    unthrottled: &[RunResult],
+    throttled: &[RunResult],
+) -> anyhow::Result<()> {
+    let mut text = String::from("delay_ms,models,runner,model,items,latency_ms,ok\n");
+    for result in unthrottled.iter().chain(throttled) {
+        let delay = result.delay.map_or(0, |d| d.as_millis());
+        for sample in &result.samples {
+            let _ = writeln!(
+                text,
+                "{delay},{},{},{},{},{:.3},{}",
+                result.models,
+                result.runner.column(),
+                sample.model,
+                sample.items,
+                sample.millis,
+                sample.ok
+            );
+        }
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
 }
