@@ -179,10 +179,14 @@ fn draw(
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(72)
-        .build_cartesian_2d(0.0..x_max * 1.05, 0.0..(y_max * 1.15).max(1e-9))?;
+        // Headroom above the highest point keeps the legend off the lines.
+        .build_cartesian_2d(0.0..x_max * 1.05, 0.0..(y_max * 1.4).max(1e-9))?;
+    let decimals = if y_max >= 100.0 { 0 } else { 1 };
     plot.configure_mesh()
         .x_desc("models")
         .y_desc(chart.y_label)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.decimals$}"))
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))
         .draw()?;
