@@ -1,4 +1,7 @@
 //! One module per subcommand.
 
 pub mod actionloop_host;
+pub mod build;
+pub mod deploy;
+pub mod ls;
 pub mod manifest;
