@@ -188,12 +188,17 @@ fn summary(
             .unwrap_or_else(|| path.display().to_string())
     };
     println!(
-        "{} ({} functions, {:.1} MiB, {} {}) -> {}",
+        "{} ({} function{}, {:.1} MiB, {} {}) -> {}",
         binary
             .path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         manifest.functions.len(),
+        if manifest.functions.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
         binary.bytes.len() as f64 / (1 << 20) as f64,
         binary.architecture.rust_name(),
         match binary.linkage {
