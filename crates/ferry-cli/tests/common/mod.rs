@@ -92,32 +92,31 @@ impl Drop for Scratch {
 }
 
 /// The fixture program (`ferry-tests`' `ferry-fixture`, 26 functions with varied settings)
-/// built by `ferry build` for `platforms`, once per test binary. The dev profile with
-/// `--strip` keeps the build and the packages small; the build is static, as by default.
+/// built by `ferry build` for `platforms`, once per test binary, into a directory of cargo's
+/// target dir for tests (rewritten by every run). The dev profile with `--strip` keeps the
+/// build and the packages small; the build is static, as by default.
 pub fn fixture(platforms: &'static str) -> &'static Path {
-    static BUILT: OnceLock<Scratch> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = Scratch::new("fixture");
-            let out = dir.path().to_str().unwrap().to_owned();
-            let output = ferry(&[
-                "build",
-                "--platform",
-                platforms,
-                "-p",
-                "ferry-tests",
-                "--bin",
-                "ferry-fixture",
-                "--profile",
-                "dev",
-                "--strip",
-                "--dir",
-                &out,
-            ]);
-            ok(&output, "ferry build of the fixture");
-            dir
-        })
-        .path()
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("fixture-{}", platforms.replace(',', "-")));
+        let output = ferry(&[
+            "build",
+            "--platform",
+            platforms,
+            "-p",
+            "ferry-tests",
+            "--bin",
+            "ferry-fixture",
+            "--profile",
+            "dev",
+            "--strip",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        ok(&output, "ferry build of the fixture");
+        dir
+    })
 }
 
 /// The fixture's manifest as JSON.
