@@ -21,5 +21,24 @@ if ! cargo lambda --version >/dev/null 2>&1; then
   command -v pyenv >/dev/null 2>&1 && pyenv rehash
 fi
 
+# `ferry build`'s tests read the OCI image with skopeo (a Debian package).
+if ! command -v skopeo >/dev/null 2>&1; then
+  echo "== installing skopeo"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq skopeo >/dev/null
+fi
+
+# `ferry deploy --platform lambda`'s tests run against moto's server, a real implementation of
+# the Lambda and IAM APIs (PyPI `moto[server]`), started by the tests themselves on loopback.
+python="$(python3 -c 'import sys; print(sys.executable)')"
+if ! "$python" -c 'import moto.server, flask, flask_cors' >/dev/null 2>&1; then
+  echo "== installing moto[server]"
+  "$python" -m pip install --quiet --disable-pip-version-check "moto[server]==5.2.1"
+  command -v pyenv >/dev/null 2>&1 && pyenv rehash
+fi
+export FERRY_TEST_PYTHON="$python"
+
 echo "== cargo test"
 cargo test --workspace --locked

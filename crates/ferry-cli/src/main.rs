@@ -1,6 +1,11 @@
 //! `ferry`: inspect, build, deploy and invoke ferry programs.
 
+mod artifacts;
 mod commands;
+mod lambda;
+mod naming;
+mod program;
+mod table;
 
 use std::process::ExitCode;
 
@@ -19,6 +24,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Build a program and package it for Lambda, OpenWhisk or HTTP (OCI image + Knative).
+    Build(commands::build::Args),
+    /// Create or update every function of a built program on a platform.
+    Deploy(commands::deploy::Args),
+    /// Compare the program's functions with those deployed on a platform.
+    Ls(commands::ls::Args),
     /// Print the functions of a ferry program as JSON.
     Manifest(commands::manifest::Args),
     /// Serve /init and /run for any ActionLoop executable, with warm copies in parallel.
@@ -31,6 +42,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Build(args) => commands::build::run(&args),
+        Command::Deploy(args) => commands::deploy::run(&args),
+        Command::Ls(args) => commands::ls::run(&args),
         Command::Manifest(args) => commands::manifest::run(&args),
         Command::ActionloopHost(args) => commands::actionloop_host::run(&args),
         Command::Invoke(args) => commands::invoke::run(&args),

@@ -7,19 +7,20 @@ use std::process::{Child, Command, Stdio};
 mod common;
 use common::{ferry, ferry_with, workspace_binary};
 
+fn stdout(output: &std::process::Output) -> String {
+    common::stdout(output).trim().to_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    common::stderr(output).trim().to_owned()
+}
+
 fn fixture() -> String {
     workspace_binary("ferry-tests", "ferry-fixture")
         .display()
         .to_string()
 }
 
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
-fn stderr(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).trim().to_owned()
-}
 
 #[test]
 fn invokes_on_the_local_platform() {

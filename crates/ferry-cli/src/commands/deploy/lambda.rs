@@ -1,0 +1,193 @@
+//! `ferry deploy --platform lambda`: every function of the manifest becomes a Lambda function
+//! (see [`crate::lambda`] for names and settings). A function that does not exist is created;
+//! one whose code (`CodeSha256` against the zip's) or settings differ is updated; the others
+//! are left alone. Four functions are deployed at a time.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use futures::StreamExt as _;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::Args;
+use crate::artifacts::Artifacts;
+use crate::lambda::api::ApiError;
+use crate::lambda::{Code, Deployment, Desired, Difference, read_code};
+use crate::table;
+
+/// Functions deployed at once.
+const PARALLEL: usize = 4;
+
+/// What deploying one function did.
+#[derive(Debug)]
+enum Outcome {
+    Created,
+    Updated(Difference),
+    Unchanged,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let artifacts = Artifacts::new(args.program.artifacts_dir()?);
+    let (deployment, info, _manifest) = Deployment::new(&artifacts, &args.lambda, true)?;
+    let code = read_code(&artifacts.lambda_zip(&info.program), &info.architecture)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(deploy(&deployment, &code))
+}
+
+async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
+    let deployed = deployment.deployed_names().await?;
+    let bar = ProgressBar::new(deployment.functions.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} deploying to lambda [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let mut outcomes: Vec<(usize, Result<Outcome, ApiError>)> =
+        futures::stream::iter(deployment.functions.iter().enumerate())
+            .map(|(index, function)| {
+                let bar = &bar;
+                async move {
+                    let outcome = deploy_one(deployment, function, code).await;
+                    bar.inc(1);
+                    bar.set_message(function.handler.clone());
+                    (index, outcome)
+                }
+            })
+            .buffer_unordered(PARALLEL)
+            .collect()
+            .await;
+    bar.finish_and_clear();
+    outcomes.sort_by_key(|(index, _)| *index);
+
+    let (mut created, mut updated, mut unchanged) = (0, 0, 0);
+    // The same error for many functions (a role Lambda cannot assume, say) is reported once.
+    let mut failures: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut rows = Vec::new();
+    for (index, outcome) in outcomes {
+        let function = &deployment.functions[index];
+        let result = match outcome {
+            Ok(Outcome::Created) => {
+                created += 1;
+                "created".to_owned()
+            }
+            Ok(Outcome::Updated(difference)) => {
+                updated += 1;
+                describe_update(&difference)
+            }
+            Ok(Outcome::Unchanged) => {
+                unchanged += 1;
+                "unchanged".to_owned()
+            }
+            Err(error) => {
+                let cause = match error.status {
+                    Some(status) => format!(
+                        "{}: {} (http {})",
+                        error.code,
+                        error.message,
+                        status.as_u16()
+                    ),
+                    None => error.message,
+                };
+                match failures.iter_mut().find(|(c, _)| *c == cause) {
+                    Some((_, names)) => names.push(&function.name),
+                    None => failures.push((cause, vec![&function.name])),
+                }
+                "failed".to_owned()
+            }
+        };
+        rows.push(vec![
+            function.handler.clone(),
+            function.name.clone(),
+            result,
+        ]);
+    }
+    print!(
+        "{}",
+        table::render(&["FUNCTION", "LAMBDA FUNCTION", "RESULT"], &rows)
+    );
+    let failed: usize = failures.iter().map(|(_, names)| names.len()).sum();
+    println!(
+        "lambda {} ({}): {created} created, {updated} updated, {unchanged} unchanged{}",
+        deployment.region,
+        deployment.api.endpoint(),
+        if failed == 0 {
+            String::new()
+        } else {
+            format!(", {failed} failed")
+        }
+    );
+    if failed > 0 {
+        let causes: Vec<String> = failures
+            .iter()
+            .map(|(cause, names)| format!("{cause}\n    for {}", names.join(", ")))
+            .collect();
+        bail!(
+            "{failed} of {} functions could not be deployed:\n  {}",
+            deployment.functions.len(),
+            causes.join("\n  ")
+        );
+    }
+    let extras = deployment.extras(&deployed).await?;
+    if !extras.is_empty() {
+        println!(
+            "note: {} deployed function(s) of app `{}` are no longer in the program (`ferry ls --platform lambda` lists them): {}",
+            extras.len(),
+            deployment.app,
+            extras
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+async fn deploy_one(
+    deployment: &Deployment,
+    function: &Desired,
+    code: &Code,
+) -> Result<Outcome, ApiError> {
+    let api = &deployment.api;
+    let Some(deployed) = api.get_function(&function.name).await? else {
+        api.create_function(
+            &function.name,
+            &function.settings,
+            &code.base64,
+            code.architecture,
+            &function.tags,
+        )
+        .await?;
+        return Ok(Outcome::Created);
+    };
+    let difference = deployment.difference(function, Some(code), &deployed);
+    if difference.is_empty() {
+        return Ok(Outcome::Unchanged);
+    }
+    // Lambda takes one update at a time: wait for the previous one (a creation, say) to end.
+    api.wait_until_updated(&function.name).await?;
+    if difference.code {
+        api.update_code(&function.name, &code.base64, code.architecture)
+            .await?;
+        api.wait_until_updated(&function.name).await?;
+    }
+    if !difference.config.is_empty() {
+        api.update_configuration(&function.name, &function.settings)
+            .await?;
+        api.wait_until_updated(&function.name).await?;
+    }
+    Ok(Outcome::Updated(difference))
+}
+
+fn describe_update(difference: &Difference) -> String {
+    let config = difference.config.join(", ");
+    match (difference.code, config.is_empty()) {
+        (true, true) => "updated code".to_owned(),
+        (false, _) => format!("updated config ({config})"),
+        (true, false) => format!("updated code and config ({config})"),
+    }
+}

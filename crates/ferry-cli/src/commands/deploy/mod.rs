@@ -1,0 +1,32 @@
+//! `ferry deploy --platform <platform>`: creates or updates every function of a built program
+//! (`ferry build`) on a platform, one module per platform.
+
+mod lambda;
+
+use anyhow::bail;
+
+use crate::artifacts::Platform;
+use crate::program::ProgramArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The platform to deploy to.
+    #[arg(long, value_enum)]
+    pub platform: Platform,
+    #[command(flatten)]
+    pub program: ProgramArgs,
+    #[command(flatten, next_help_heading = "Lambda")]
+    pub lambda: crate::lambda::LambdaArgs,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    match args.platform {
+        Platform::Lambda => lambda::run(args),
+        Platform::Openwhisk => bail!(
+            "`ferry deploy --platform openwhisk` is not available yet: create the actions from `target/ferry/<program>/openwhisk/<program>.zip` with `wsk action update NAME ZIP --native` (docs/platforms/openwhisk.md)"
+        ),
+        Platform::Http => bail!(
+            "`ferry deploy --platform http` is not available: push `target/ferry/<program>/http/<program>.oci.tar` to a registry (`skopeo copy oci-archive:FILE docker://REGISTRY/NAME:TAG`), then `kubectl apply -f target/ferry/<program>/http/knative/` (docs/cli.md)"
+        ),
+    }
+}

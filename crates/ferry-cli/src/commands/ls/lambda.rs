@@ -1,0 +1,81 @@
+//! `ferry ls --platform lambda`: per function of the manifest, its Lambda function and state:
+//!
+//! - `deployed`: exists, with the zip's code and the desired settings;
+//! - `missing`: no such function;
+//! - `outdated code`, `outdated config (Timeout, …)`, `outdated code and config (…)`;
+//! - `extra`: a function of the app (tag `ferry:app`) whose name the program no longer has,
+//!   after a config change (a new name) or a removed function.
+//!
+//! The code is compared when the Lambda zip has been built; the role only when `--role` (or
+//! `FERRY_LAMBDA_ROLE`) is given.
+
+use anyhow::Context as _;
+use futures::StreamExt as _;
+
+use super::Args;
+use crate::artifacts::Artifacts;
+use crate::lambda::{Deployment, read_code};
+use crate::table;
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let artifacts = Artifacts::new(args.program.artifacts_dir()?);
+    let (deployment, info, _manifest) = Deployment::new(&artifacts, &args.lambda, false)?;
+    let zip = artifacts.lambda_zip(&info.program);
+    let code = if zip.exists() {
+        Some(read_code(&zip, &info.architecture)?)
+    } else {
+        eprintln!(
+            "note: `{}` is not built, so code is not compared",
+            zip.display()
+        );
+        None
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let deployed = deployment.deployed_names().await?;
+        let states: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.functions)
+            .map(|function| {
+                let deployment = &deployment;
+                let deployed = &deployed;
+                let code = code.as_ref();
+                async move {
+                    if !deployed.contains(&function.name) {
+                        return Ok("missing".to_owned());
+                    }
+                    let Some(deployed) = deployment.api.get_function(&function.name).await? else {
+                        return Ok("missing".to_owned());
+                    };
+                    let difference = deployment.difference(function, code, &deployed);
+                    let config = difference.config.join(", ");
+                    Ok(match (difference.code, config.is_empty()) {
+                        (false, true) => "deployed".to_owned(),
+                        (true, true) => "outdated code".to_owned(),
+                        (false, false) => format!("outdated config ({config})"),
+                        (true, false) => format!("outdated code and config ({config})"),
+                    })
+                }
+            })
+            .buffered(8)
+            .collect()
+            .await;
+        let mut rows = Vec::new();
+        for (function, state) in deployment.functions.iter().zip(states) {
+            rows.push(vec![
+                function.handler.clone(),
+                function.name.clone(),
+                state?,
+            ]);
+        }
+        for (name, id) in deployment.extras(&deployed).await? {
+            rows.push(vec![id, name, "extra".to_owned()]);
+        }
+        print!(
+            "{}",
+            table::render(&["FUNCTION", "LAMBDA FUNCTION", "STATE"], &rows)
+        );
+        Ok(())
+    })
+}

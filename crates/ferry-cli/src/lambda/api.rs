@@ -1,0 +1,471 @@
+//! The few calls of the Lambda control plane (`/2015-03-31/functions…`) that `ferry deploy` and
+//! `ferry ls` make, signed with [`ferry::aws`]. Only the fields ferry reads or writes are
+//! modelled.
+//!
+//! Throttling (429), server errors (5xx) and `ResourceConflictException` (an update still in
+//! progress) are retried with backoff; other errors carry AWS's code and message.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use ferry::aws::{AwsConfig, Signer};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde::{Deserialize, Serialize};
+
+const API: &str = "2015-03-31";
+const ATTEMPTS: u32 = 6;
+
+/// A Lambda client for one region and endpoint.
+#[derive(Debug, Clone)]
+pub struct LambdaApi {
+    http: reqwest::Client,
+    endpoint: String,
+    signer: Signer,
+}
+
+/// A function's configuration, as the API returns it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct FunctionConfiguration {
+    pub function_name: String,
+    #[serde(default)]
+    pub code_sha256: String,
+    #[serde(default)]
+    pub memory_size: Option<u32>,
+    #[serde(default)]
+    pub timeout: Option<u32>,
+    #[serde(default)]
+    pub handler: Option<String>,
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub environment: Option<Environment>,
+    #[serde(default)]
+    pub architectures: Option<Vec<String>>,
+    #[serde(default)]
+    pub last_update_status: Option<String>,
+    #[serde(default)]
+    pub last_update_status_reason: Option<String>,
+}
+
+/// Environment variables of a function.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Environment {
+    #[serde(default)]
+    pub variables: Option<BTreeMap<String, String>>,
+}
+
+/// GetFunction's answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct FunctionInfo {
+    pub configuration: FunctionConfiguration,
+    #[serde(default)]
+    pub tags: Option<BTreeMap<String, String>>,
+}
+
+/// The settings ferry writes on CreateFunction and UpdateFunctionConfiguration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct FunctionSettings {
+    pub role: String,
+    pub handler: String,
+    pub runtime: String,
+    pub memory_size: u32,
+    pub timeout: u32,
+    pub description: String,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct CreateFunction<'a> {
+    function_name: &'a str,
+    #[serde(flatten)]
+    settings: &'a FunctionSettings,
+    code: Code<'a>,
+    architectures: [&'a str; 1],
+    package_type: &'static str,
+    tags: &'a BTreeMap<String, String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Code<'a> {
+    zip_file: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct UpdateCode<'a> {
+    zip_file: &'a str,
+    architectures: [&'a str; 1],
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct FunctionList {
+    #[serde(default)]
+    functions: Vec<FunctionConfiguration>,
+    #[serde(default)]
+    next_marker: Option<String>,
+}
+
+/// A failed API call: the operation, the HTTP status, and AWS's error code and message.
+#[derive(Debug)]
+pub struct ApiError {
+    pub operation: String,
+    pub status: Option<StatusCode>,
+    pub code: String,
+    pub message: String,
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(status) => write!(
+                f,
+                "lambda {}: {}: {} (http {})",
+                self.operation,
+                self.code,
+                self.message,
+                status.as_u16()
+            ),
+            None => write!(f, "lambda {}: {}", self.operation, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl LambdaApi {
+    pub fn new(config: &AwsConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(300))
+            .user_agent(concat!("ferry/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            http,
+            endpoint: config.lambda_endpoint().to_owned(),
+            signer: config.signer("lambda"),
+        })
+    }
+
+    /// The endpoint calls go to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// GetFunction; `None` when there is no such function.
+    pub async fn get_function(&self, name: &str) -> Result<Option<FunctionInfo>, ApiError> {
+        let path = format!("/{API}/functions/{name}");
+        match self
+            .call(Method::GET, &path, None, "GetFunction", name)
+            .await
+        {
+            Ok(body) => parse(&body, "GetFunction", name).map(Some),
+            Err(error) if error.code == "ResourceNotFoundException" => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// CreateFunction from a base64 zip.
+    pub async fn create_function(
+        &self,
+        name: &str,
+        settings: &FunctionSettings,
+        zip_base64: &str,
+        architecture: &str,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<FunctionConfiguration, ApiError> {
+        let body = serde_json::to_vec(&CreateFunction {
+            function_name: name,
+            settings,
+            code: Code {
+                zip_file: zip_base64,
+            },
+            architectures: [architecture],
+            package_type: "Zip",
+            tags,
+        })
+        .map_err(|e| local_error("CreateFunction", name, &e))?;
+        let path = format!("/{API}/functions");
+        let body = self
+            .call(Method::POST, &path, Some(body), "CreateFunction", name)
+            .await?;
+        parse(&body, "CreateFunction", name)
+    }
+
+    /// UpdateFunctionCode from a base64 zip.
+    pub async fn update_code(
+        &self,
+        name: &str,
+        zip_base64: &str,
+        architecture: &str,
+    ) -> Result<FunctionConfiguration, ApiError> {
+        let body = serde_json::to_vec(&UpdateCode {
+            zip_file: zip_base64,
+            architectures: [architecture],
+        })
+        .map_err(|e| local_error("UpdateFunctionCode", name, &e))?;
+        let path = format!("/{API}/functions/{name}/code");
+        let body = self
+            .call(Method::PUT, &path, Some(body), "UpdateFunctionCode", name)
+            .await?;
+        parse(&body, "UpdateFunctionCode", name)
+    }
+
+    /// UpdateFunctionConfiguration.
+    pub async fn update_configuration(
+        &self,
+        name: &str,
+        settings: &FunctionSettings,
+    ) -> Result<FunctionConfiguration, ApiError> {
+        let body = serde_json::to_vec(settings)
+            .map_err(|e| local_error("UpdateFunctionConfiguration", name, &e))?;
+        let path = format!("/{API}/functions/{name}/configuration");
+        let operation = "UpdateFunctionConfiguration";
+        let body = self
+            .call(Method::PUT, &path, Some(body), operation, name)
+            .await?;
+        parse(&body, operation, name)
+    }
+
+    /// Waits (up to five minutes) until the function's last update has finished, so the next
+    /// update is accepted; fails if the update failed.
+    pub async fn wait_until_updated(&self, name: &str) -> Result<(), ApiError> {
+        let path = format!("/{API}/functions/{name}/configuration");
+        let mut delay = Duration::from_millis(250);
+        for _ in 0..120 {
+            let body = self
+                .call(Method::GET, &path, None, "GetFunctionConfiguration", name)
+                .await?;
+            let config: FunctionConfiguration = parse(&body, "GetFunctionConfiguration", name)?;
+            match config.last_update_status.as_deref() {
+                Some("InProgress") => {}
+                Some("Failed") => {
+                    return Err(ApiError {
+                        operation: format!("update of `{name}`"),
+                        status: None,
+                        code: "Failed".to_owned(),
+                        message: format!(
+                            "the update of `{name}` failed: {}",
+                            config.last_update_status_reason.unwrap_or_default()
+                        ),
+                    });
+                }
+                _ => return Ok(()),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+        Err(ApiError {
+            operation: format!("update of `{name}`"),
+            status: None,
+            code: "Timeout".to_owned(),
+            message: format!("the update of `{name}` did not finish in five minutes"),
+        })
+    }
+
+    /// ListFunctions, every page.
+    pub async fn list_functions(&self) -> Result<Vec<FunctionConfiguration>, ApiError> {
+        let mut functions = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let mut path = format!("/{API}/functions/?MaxItems=50");
+            if let Some(marker) = &marker {
+                path.push_str("&Marker=");
+                path.push_str(&percent_encode(marker));
+            }
+            let body = self
+                .call(Method::GET, &path, None, "ListFunctions", "")
+                .await?;
+            let page: FunctionList = parse(&body, "ListFunctions", "")?;
+            functions.extend(page.functions);
+            match page.next_marker.filter(|m| !m.is_empty()) {
+                Some(next) => marker = Some(next),
+                None => return Ok(functions),
+            }
+        }
+    }
+
+    /// One signed call, retried on throttling, server errors and update conflicts.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        operation: &str,
+        name: &str,
+    ) -> Result<Vec<u8>, ApiError> {
+        let url = format!("{}{path}", self.endpoint);
+        let body = body.unwrap_or_default();
+        let content_type = "application/json";
+        let what = if name.is_empty() {
+            operation.to_owned()
+        } else {
+            format!("{operation} `{name}`")
+        };
+        let mut delay = Duration::from_millis(500);
+        let mut attempt = 1;
+        loop {
+            let signed = self
+                .signer
+                .sign(
+                    method.as_str(),
+                    &url,
+                    &[("content-type", content_type)],
+                    &body,
+                )
+                .map_err(|e| ApiError {
+                    operation: what.clone(),
+                    status: None,
+                    code: "Signing".to_owned(),
+                    message: e.to_string(),
+                })?;
+            let mut headers = HeaderMap::new();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+            signed.apply_to(&mut headers);
+            let response = self
+                .http
+                .request(method.clone(), &url)
+                .headers(headers)
+                .body(body.clone())
+                .send()
+                .await
+                .map_err(|e| ApiError {
+                    operation: what.clone(),
+                    status: None,
+                    code: "Unreachable".to_owned(),
+                    message: format!(
+                        "cannot reach the lambda api at {}: {}",
+                        self.endpoint,
+                        error_chain(&e)
+                    ),
+                })?;
+            let status = response.status();
+            let error_type = response
+                .headers()
+                .get("x-amzn-errortype")
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.split(':').next().unwrap_or(v).to_owned());
+            let bytes = response.bytes().await.map_err(|e| ApiError {
+                operation: what.clone(),
+                status: Some(status),
+                code: "Unreadable".to_owned(),
+                message: format!("cannot read the answer: {}", error_chain(&e)),
+            })?;
+            if status.is_success() {
+                return Ok(bytes.to_vec());
+            }
+            let error = api_error(&what, status, error_type, &bytes);
+            let retry = status == StatusCode::TOO_MANY_REQUESTS
+                || status.is_server_error()
+                || error.code == "ResourceConflictException"
+                || error.code == "TooManyRequestsException";
+            if !retry || attempt == ATTEMPTS {
+                return Err(error);
+            }
+            tracing::debug!(%error, attempt, "retrying");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(8));
+            attempt += 1;
+        }
+    }
+}
+
+fn api_error(
+    operation: &str,
+    status: StatusCode,
+    error_type: Option<String>,
+    body: &[u8],
+) -> ApiError {
+    let json: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let field = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| json.get(*n).and_then(|v| v.as_str()))
+            .map(str::to_owned)
+    };
+    let code = error_type
+        .or_else(|| field(&["__type", "code", "Code"]))
+        .map(|c| c.rsplit('#').next().unwrap_or(&c).to_owned())
+        .unwrap_or_else(|| {
+            status
+                .canonical_reason()
+                .unwrap_or("Error")
+                .replace(' ', "")
+        });
+    let message = field(&["message", "Message", "errorMessage"]).unwrap_or_else(|| {
+        let text = String::from_utf8_lossy(body);
+        let text = text.trim();
+        if text.is_empty() || text.starts_with('<') {
+            "no message".to_owned()
+        } else {
+            text.chars().take(300).collect()
+        }
+    });
+    ApiError {
+        operation: operation.to_owned(),
+        status: Some(status),
+        code,
+        message,
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    operation: &str,
+    name: &str,
+) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError {
+        operation: format!("{operation} `{name}`"),
+        status: None,
+        code: "Unreadable".to_owned(),
+        message: format!("unexpected answer: {e}"),
+    })
+}
+
+fn local_error(operation: &str, name: &str, error: &dyn std::error::Error) -> ApiError {
+    ApiError {
+        operation: format!("{operation} `{name}`"),
+        status: None,
+        code: "Request".to_owned(),
+        message: error.to_string(),
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// Percent-encodes a query value (RFC 3986 unreserved characters stay).
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,311 @@
+//! A program on AWS Lambda: what every function should look like (its name, settings and code)
+//! and how a deployed function differs from that. `ferry deploy` makes the difference vanish;
+//! `ferry ls` shows it.
+//!
+//! Per function of the manifest:
+//!
+//! - name `<app>-<function>-<config hash>` ([`crate::naming`]);
+//! - runtime `provided.al2023`, the program's zip as code (`bootstrap`), architecture from the
+//!   binary (`x86_64` or `arm64`);
+//! - `Handler` = the function's name (its id when the name is not unique): the runtime reads it
+//!   as `_HANDLER` to pick the function;
+//! - `MemorySize` = `memory_mb`; `Timeout` = the timeout rounded up to whole seconds;
+//! - `concurrency` > 1 sets `AWS_LAMBDA_MAX_CONCURRENCY` to it: ferry's runtime then runs that
+//!   many `/next` loops in one process (on Lambda Managed Instances, which hand one environment
+//!   several invocations at once);
+//! - `--env KEY=VALUE` variables, the `--role`, and the description `ferry function <id>`;
+//! - tags `ferry:app`, `ferry:function` (the id) and `ferry:config-hash`, by which `ferry ls`
+//!   recognises functions of the app that the program no longer has.
+
+pub mod api;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use ferry::aws::AwsConfig;
+use ferry::manifest::Manifest;
+use sha2::{Digest as _, Sha256};
+
+use self::api::{Environment, FunctionInfo, FunctionSettings, LambdaApi};
+use crate::artifacts::{Artifacts, BuildInfo};
+use crate::naming;
+
+/// The runtime of every function: the OS-only runtime for custom `bootstrap` binaries.
+pub const RUNTIME: &str = "provided.al2023";
+/// The variable that makes ferry's runtime run several invocation loops.
+pub const MAX_CONCURRENCY_VAR: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
+/// Lambda's limits.
+const MEMORY_MB: std::ops::RangeInclusive<u32> = 128..=10_240;
+const MAX_TIMEOUT_S: u32 = 900;
+/// The largest zip Lambda accepts in a direct upload.
+const MAX_ZIP: u64 = 50 << 20;
+
+/// Settings shared by `ferry deploy` and `ferry ls` on Lambda.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LambdaArgs {
+    /// Prefix of the Lambda function names (default: the binary's name).
+    #[arg(long)]
+    pub app: Option<String>,
+    /// The IAM role the functions run as (an ARN).
+    #[arg(long, env = "FERRY_LAMBDA_ROLE", value_name = "ARN")]
+    pub role: Option<String>,
+    /// An environment variable for every function (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// The Lambda API endpoint (default: `AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL`, or the
+    /// region's).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, not `{text}`")),
+    }
+}
+
+/// One function as it should be deployed.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    /// What the program calls it (name, or id when ambiguous): also the handler.
+    pub handler: String,
+    /// The Lambda function name.
+    pub name: String,
+    pub settings: FunctionSettings,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// The program's code as uploaded.
+#[derive(Debug, Clone)]
+pub struct Code {
+    pub base64: String,
+    /// What Lambda reports as `CodeSha256`: the base64 SHA-256 of the zip.
+    pub sha256: String,
+    /// `x86_64` or `arm64`.
+    pub architecture: &'static str,
+}
+
+/// A program on Lambda: the client and every function's desired state.
+#[derive(Debug)]
+pub struct Deployment {
+    pub api: LambdaApi,
+    pub region: String,
+    pub app: String,
+    pub functions: Vec<Desired>,
+    /// Whether the role is known (it is not compared when `ferry ls` is not given one).
+    pub role_known: bool,
+}
+
+/// How a deployed function differs from its desired state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Difference {
+    pub code: bool,
+    /// The settings that differ, by API name.
+    pub config: Vec<&'static str>,
+}
+
+impl Difference {
+    pub fn is_empty(&self) -> bool {
+        !self.code && self.config.is_empty()
+    }
+}
+
+impl Deployment {
+    /// Reads the built program in `artifacts`, resolves AWS settings and computes every
+    /// function's desired state. Checks Lambda's limits before anything is sent.
+    pub fn new(
+        artifacts: &Artifacts,
+        args: &LambdaArgs,
+        require_role: bool,
+    ) -> anyhow::Result<(Self, BuildInfo, Manifest)> {
+        let info = artifacts.build_info()?;
+        let manifest = artifacts.manifest()?;
+        let role = match (&args.role, require_role) {
+            (Some(role), _) => {
+                if !(role.starts_with("arn:") && role.contains(":role/")) {
+                    bail!(
+                        "`{role}` is not an IAM role ARN (like `arn:aws:iam::123456789012:role/lambda-basic`)"
+                    );
+                }
+                role.clone()
+            }
+            (None, true) => bail!(
+                "no IAM role for the functions: pass `--role arn:aws:iam::ACCOUNT:role/NAME` or set `FERRY_LAMBDA_ROLE`"
+            ),
+            (None, false) => String::new(),
+        };
+        let mut config = AwsConfig::from_env().context("cannot find aws settings")?;
+        if let Some(url) = &args.endpoint_url {
+            config = config.with_lambda_endpoint(url)?;
+        }
+        let app = args.app.clone().unwrap_or_else(|| info.program.clone());
+        let user_env: BTreeMap<String, String> = args.env.iter().cloned().collect();
+
+        let mut functions = Vec::new();
+        for function in &manifest.functions {
+            let handler = naming::handler(&manifest, function).to_owned();
+            let config_hash = naming::config_hash(&function.config, &handler);
+            let name = naming::lambda_name(&app, &handler, &config_hash)?;
+            let memory = function.config.memory_mb;
+            if !MEMORY_MB.contains(&memory) {
+                bail!(
+                    "function `{handler}` asks for {memory} MB; Lambda offers {} to {} MB",
+                    MEMORY_MB.start(),
+                    MEMORY_MB.end()
+                );
+            }
+            let timeout_ms = function.config.timeout.as_millis();
+            let timeout = u32::try_from(timeout_ms.div_ceil(1000).max(1)).unwrap_or(u32::MAX);
+            if timeout > MAX_TIMEOUT_S {
+                bail!(
+                    "function `{handler}` has a timeout of {timeout}s; Lambda allows at most {MAX_TIMEOUT_S}s"
+                );
+            }
+            let mut variables = BTreeMap::new();
+            if function.config.concurrency > 1 {
+                variables.insert(
+                    MAX_CONCURRENCY_VAR.to_owned(),
+                    function.config.concurrency.to_string(),
+                );
+            }
+            variables.extend(user_env.clone());
+            let mut description = format!("ferry function {}", function.id);
+            description.truncate(256);
+            let tags = BTreeMap::from([
+                ("ferry:app".to_owned(), app.clone()),
+                ("ferry:function".to_owned(), function.id.clone()),
+                ("ferry:config-hash".to_owned(), config_hash.clone()),
+            ]);
+            functions.push(Desired {
+                settings: FunctionSettings {
+                    role: role.clone(),
+                    handler: handler.clone(),
+                    runtime: RUNTIME.to_owned(),
+                    memory_size: memory,
+                    timeout,
+                    description,
+                    environment: Environment {
+                        variables: Some(variables),
+                    },
+                },
+                handler,
+                name,
+                tags,
+            });
+        }
+        let deployment = Self {
+            api: LambdaApi::new(&config)?,
+            region: config.region().to_owned(),
+            app,
+            functions,
+            role_known: !role.is_empty(),
+        };
+        Ok((deployment, info, manifest))
+    }
+
+    /// How `deployed` differs from `desired` (`code` = `None`: the code is not compared).
+    pub fn difference(
+        &self,
+        desired: &Desired,
+        code: Option<&Code>,
+        deployed: &FunctionInfo,
+    ) -> Difference {
+        let have = &deployed.configuration;
+        let want = &desired.settings;
+        let mut config = Vec::new();
+        if have.memory_size != Some(want.memory_size) {
+            config.push("MemorySize");
+        }
+        if have.timeout != Some(want.timeout) {
+            config.push("Timeout");
+        }
+        if have.handler.as_deref() != Some(want.handler.as_str()) {
+            config.push("Handler");
+        }
+        if have.runtime.as_deref() != Some(want.runtime.as_str()) {
+            config.push("Runtime");
+        }
+        if self.role_known && have.role.as_deref() != Some(want.role.as_str()) {
+            config.push("Role");
+        }
+        if have.description.as_deref().unwrap_or_default() != want.description {
+            config.push("Description");
+        }
+        let have_env = have
+            .environment
+            .as_ref()
+            .and_then(|e| e.variables.clone())
+            .unwrap_or_default();
+        if Some(&have_env) != want.environment.variables.as_ref() {
+            config.push("Environment");
+        }
+        let code = code.is_some_and(|code| {
+            let architecture = have
+                .architectures
+                .as_ref()
+                .and_then(|a| a.first())
+                .map_or("x86_64", String::as_str);
+            have.code_sha256 != code.sha256 || architecture != code.architecture
+        });
+        Difference { code, config }
+    }
+
+    /// Lists the deployed functions (ListFunctions): the first call, so a wrong endpoint or
+    /// bad credentials stop the command at once with one message.
+    pub async fn deployed_names(&self) -> anyhow::Result<Vec<String>> {
+        let functions = self.api.list_functions().await?;
+        Ok(functions.into_iter().map(|f| f.function_name).collect())
+    }
+
+    /// Of `deployed`, the functions under this app's prefix that the program does not have,
+    /// recognised by their `ferry:app` tag: `(lambda name, function id)`.
+    pub async fn extras(&self, deployed: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+        let prefix = naming::lambda_prefix(&self.app);
+        let mut extras = Vec::new();
+        for name in deployed {
+            if !name.starts_with(&prefix) || self.functions.iter().any(|f| &f.name == name) {
+                continue;
+            }
+            let Some(info) = self.api.get_function(name).await? else {
+                continue;
+            };
+            let tags = info.tags.unwrap_or_default();
+            if tags.get("ferry:app") == Some(&self.app) {
+                let id = tags.get("ferry:function").cloned().unwrap_or_default();
+                extras.push((name.clone(), id));
+            }
+        }
+        extras.sort();
+        Ok(extras)
+    }
+}
+
+/// Reads the program's Lambda zip.
+pub fn read_code(path: &Path, architecture: &str) -> anyhow::Result<Code> {
+    let zip = std::fs::read(path).with_context(|| {
+        format!(
+            "cannot read `{}`: run `ferry build --platform lambda` first",
+            path.display()
+        )
+    })?;
+    if zip.len() as u64 > MAX_ZIP {
+        bail!(
+            "`{}` is {:.1} MiB; Lambda accepts zips up to {} MiB in a direct upload (build with `--profile release`, and `strip = true` in the profile)",
+            path.display(),
+            zip.len() as f64 / (1 << 20) as f64,
+            MAX_ZIP >> 20
+        );
+    }
+    let architecture = match architecture {
+        "x86_64" => "x86_64",
+        "aarch64" => "arm64",
+        other => bail!("Lambda runs x86_64 and arm64 code, not {other}"),
+    };
+    Ok(Code {
+        sha256: base64_simd::STANDARD.encode_to_string(Sha256::digest(&zip)),
+        base64: base64_simd::STANDARD.encode_to_string(&zip),
+        architecture,
+    })
+}

@@ -1,0 +1,599 @@
+//! `ferry deploy --platform lambda` and `ferry ls --platform lambda` against a real
+//! implementation of the Lambda and IAM APIs: moto's server (PyPI `moto[server]`) on loopback,
+//! started and stopped by each test.
+//!
+//! The fixture's 26 functions are created, left alone when nothing changed, updated after a
+//! settings change (`--env`) and after a code change (a different zip), and a function whose
+//! config (so name) changed leaves its old deployment behind as `extra`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Scratch, fails, fixture, manifest, ok, only_zip_entry};
+use ferry::aws::{Credentials, Signer};
+use sha2::Digest as _;
+
+const ROLE: &str = "arn:aws:iam::123456789012:role/ferry-test";
+const PROGRAM: &str = "ferry-fixture";
+
+/// A moto server on a free loopback port, killed on drop.
+struct Moto {
+    child: Child,
+    url: String,
+}
+
+impl Moto {
+    fn start() -> Self {
+        let python = std::env::var("FERRY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        // Port 0: the server binds a free port and says which.
+        let mut child = Command::new(&python)
+            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{python} -m moto.server` ({e}): `pip install 'moto[server]'` (scripts/test.sh installs it)"));
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            // Reads to the end, so the server never blocks on a full pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if sent {
+                    continue;
+                }
+                match line.find("Running on http://") {
+                    Some(at) => {
+                        let _ = tx.send(Ok(line[at + "Running on ".len()..].trim().to_owned()));
+                        sent = true;
+                    }
+                    None => {
+                        let _ = tx.send(Err(line));
+                    }
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut said = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Ok(url)) => return Self { child, url },
+                Ok(Err(line)) => said.push(line),
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("moto did not start within a minute:\n{}", said.join("\n"));
+                }
+            }
+        }
+    }
+
+    /// Creates the role the functions run as: moto's Lambda accepts only roles IAM knows.
+    fn create_role(&self) {
+        let body = format!(
+            "Action=CreateRole&Version=2010-05-08&RoleName=ferry-test&AssumeRolePolicyDocument={}",
+            "%7B%7D"
+        );
+        let (status, text) = self.signed(
+            "iam",
+            "POST",
+            "/",
+            body.as_bytes(),
+            "application/x-www-form-urlencoded",
+        );
+        assert_eq!(status, 200, "CreateRole: {text}");
+    }
+
+    /// A signed call to moto, as any AWS client makes it.
+    fn signed(
+        &self,
+        service: &str,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> (u16, String) {
+        let signer = Signer::new(
+            &Credentials::new("test", "test", None),
+            "us-east-1",
+            service,
+        );
+        let url = format!("{}{path}", self.url);
+        let signed = signer
+            .sign(method, &url, &[("content-type", content_type)], body)
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert("content-type", content_type.parse().unwrap());
+            signed.apply_to(&mut headers);
+            let response = reqwest::Client::new()
+                .request(method.parse().unwrap(), &url)
+                .headers(headers)
+                .body(body.to_vec())
+                .send()
+                .await
+                .expect("moto answers");
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        })
+    }
+
+    /// GetFunction, straight from the API.
+    fn get_function(&self, name: &str) -> serde_json::Value {
+        let (status, text) = self.signed(
+            "lambda",
+            "GET",
+            &format!("/2015-03-31/functions/{name}"),
+            b"",
+            "application/json",
+        );
+        assert_eq!(status, 200, "GetFunction {name}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The environment `ferry` gets: credentials for moto, and nothing of this machine's AWS
+    /// settings.
+    fn env(&self, home: &Path) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID".into(), "test".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+            ("AWS_ENDPOINT_URL_LAMBDA".into(), self.url.clone()),
+            ("HOME".into(), home.display().to_string()),
+        ]
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A copy of the built fixture that a test may change.
+fn fixture_copy() -> Scratch {
+    let copy = Scratch::new("deploy");
+    copy_dir(fixture("lambda"), copy.path());
+    copy
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs `ferry` with a clean environment: moto's settings and nothing inherited.
+fn ferry_env(args: &[&str], env: &[(String, String)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    command.env_clear().args(args);
+    if let Ok(path) = std::env::var("PATH") {
+        command.env("PATH", path);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("run ferry")
+}
+
+/// The rows of ferry's table: the first column (function) → (second, third).
+fn table(stdout: &str) -> BTreeMap<String, (String, String)> {
+    let mut lines = stdout.lines();
+    let header = lines.next().expect("a table");
+    assert!(header.starts_with("FUNCTION"), "{stdout}");
+    lines
+        .take_while(|line| !line.starts_with("lambda ") && !line.starts_with("note:"))
+        .map(|line| {
+            let mut cells = line.split_whitespace();
+            let function = cells.next().unwrap().to_owned();
+            let name = cells.next().unwrap().to_owned();
+            let rest = cells.collect::<Vec<_>>().join(" ");
+            (function, (name, rest))
+        })
+        .collect()
+}
+
+fn states(rows: &BTreeMap<String, (String, String)>) -> BTreeMap<String, usize> {
+    let mut count = BTreeMap::new();
+    for (_, state) in rows.values() {
+        *count.entry(state.clone()).or_default() += 1;
+    }
+    count
+}
+
+fn zip_path(dir: &Path) -> PathBuf {
+    dir.join(format!("lambda/{PROGRAM}.zip"))
+}
+
+fn code_sha256(zip: &Path) -> String {
+    base64_simd::STANDARD.encode_to_string(sha2::Sha256::digest(std::fs::read(zip).unwrap()))
+}
+
+#[test]
+fn deploy_creates_then_skips_then_updates() {
+    let moto = Moto::start();
+    moto.create_role();
+    let dir = fixture_copy();
+    let home = Scratch::new("home");
+    let env = moto.env(home.path());
+    let dir_arg = dir.path().to_str().unwrap();
+    let deploy = |extra: &[&str]| {
+        let mut args = vec![
+            "deploy",
+            "--platform",
+            "lambda",
+            "--dir",
+            dir_arg,
+            "--role",
+            ROLE,
+        ];
+        args.extend_from_slice(extra);
+        table(&ok(&ferry_env(&args, &env), "ferry deploy"))
+    };
+    let ls = |extra: &[&str]| {
+        let mut args = vec!["ls", "--platform", "lambda", "--dir", dir_arg];
+        args.extend_from_slice(extra);
+        table(&ok(&ferry_env(&args, &env), "ferry ls"))
+    };
+    let manifest = manifest(dir.path());
+    let functions = manifest["functions"].as_array().unwrap();
+    let n = functions.len();
+
+    // Nothing deployed yet.
+    assert_eq!(
+        states(&ls(&[])),
+        BTreeMap::from([("missing".to_owned(), n)])
+    );
+
+    // 1. Every function is created.
+    let created = deploy(&[]);
+    assert_eq!(
+        states(&created),
+        BTreeMap::from([("created".to_owned(), n)])
+    );
+    let (add_name, _) = &created["add"];
+    assert!(
+        add_name.starts_with("ferry-fixture-add-")
+            && add_name.len() == "ferry-fixture-add-".len() + 8
+    );
+
+    // What Lambda holds is what the manifest asks for.
+    let zip_sha = code_sha256(&zip_path(dir.path()));
+    for function in functions {
+        let name = function["name"].as_str().unwrap();
+        let deployed = moto.get_function(&created[name].0);
+        let config = &deployed["Configuration"];
+        assert_eq!(config["Runtime"], "provided.al2023");
+        assert_eq!(config["Handler"], name);
+        assert_eq!(config["Role"], ROLE);
+        assert_eq!(config["MemorySize"], function["memory_mb"], "{name}");
+        let timeout_ms = function["timeout_ms"].as_u64().unwrap();
+        assert_eq!(
+            config["Timeout"],
+            timeout_ms.div_ceil(1000).max(1),
+            "{name}"
+        );
+        assert_eq!(config["CodeSha256"], zip_sha.as_str());
+        assert_eq!(config["Architectures"], serde_json::json!(["x86_64"]));
+        let concurrency = function["concurrency"].as_u64().unwrap();
+        let variables = &config["Environment"]["Variables"];
+        if concurrency > 1 {
+            assert_eq!(
+                variables["AWS_LAMBDA_MAX_CONCURRENCY"],
+                concurrency.to_string(),
+                "{name}"
+            );
+        } else {
+            assert!(
+                variables.get("AWS_LAMBDA_MAX_CONCURRENCY").is_none(),
+                "{name}: {variables}"
+            );
+        }
+        assert_eq!(deployed["Tags"]["ferry:app"], PROGRAM);
+        assert_eq!(deployed["Tags"]["ferry:function"], function["id"]);
+    }
+
+    // 2. Nothing changed: nothing is sent.
+    assert_eq!(
+        states(&deploy(&[])),
+        BTreeMap::from([("unchanged".to_owned(), n)])
+    );
+    assert_eq!(
+        states(&ls(&[])),
+        BTreeMap::from([("deployed".to_owned(), n)])
+    );
+
+    // 3. A settings change updates the configuration in place.
+    let updated = deploy(&["--env", "FERRY_LOG=debug"]);
+    assert_eq!(
+        states(&updated),
+        BTreeMap::from([("updated config (Environment)".to_owned(), n)])
+    );
+    let add = moto.get_function(add_name);
+    assert_eq!(
+        add["Configuration"]["Environment"]["Variables"]["FERRY_LOG"],
+        "debug"
+    );
+    assert_eq!(
+        add["Configuration"]["Environment"]["Variables"]["AWS_LAMBDA_MAX_CONCURRENCY"],
+        "64"
+    );
+    // `ls` answers for the flags it is given.
+    assert_eq!(
+        states(&ls(&[])),
+        BTreeMap::from([("outdated config (Environment)".to_owned(), n)])
+    );
+    assert_eq!(
+        states(&ls(&["--env", "FERRY_LOG=debug", "--role", ROLE])),
+        BTreeMap::from([("deployed".to_owned(), n)])
+    );
+    assert_eq!(
+        states(&ls(&[
+            "--env",
+            "FERRY_LOG=debug",
+            "--role",
+            "arn:aws:iam::123456789012:role/other"
+        ])),
+        BTreeMap::from([("outdated config (Role)".to_owned(), n)])
+    );
+
+    // 4. A code change: a different binary in the zip.
+    let zip = zip_path(dir.path());
+    let (name, _, mut binary) = only_zip_entry(&zip);
+    binary.extend_from_slice(b"\0ferry test padding");
+    write_zip(&zip, &name, &binary);
+    let new_sha = code_sha256(&zip);
+    assert_ne!(new_sha, zip_sha);
+    assert_eq!(
+        states(&ls(&["--env", "FERRY_LOG=debug", "--role", ROLE])),
+        BTreeMap::from([("outdated code".to_owned(), n)])
+    );
+    let updated = deploy(&["--env", "FERRY_LOG=debug"]);
+    assert_eq!(
+        states(&updated),
+        BTreeMap::from([("updated code".to_owned(), n)])
+    );
+    assert_eq!(
+        moto.get_function(add_name)["Configuration"]["CodeSha256"],
+        new_sha.as_str()
+    );
+    assert_eq!(
+        states(&deploy(&["--env", "FERRY_LOG=debug"])),
+        BTreeMap::from([("unchanged".to_owned(), n)])
+    );
+
+    // 5. A function's config changes (so does its name): the new one is created, the old one
+    //    is left behind and shown as extra.
+    let path = dir.path().join("manifest.json");
+    let mut changed = manifest.clone();
+    for function in changed["functions"].as_array_mut().unwrap() {
+        if function["name"] == "add" {
+            function["memory_mb"] = serde_json::json!(512);
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&changed).unwrap()).unwrap();
+    let output = ferry_env(
+        &[
+            "deploy",
+            "--platform",
+            "lambda",
+            "--dir",
+            dir_arg,
+            "--role",
+            ROLE,
+            "--env",
+            "FERRY_LOG=debug",
+        ],
+        &env,
+    );
+    let text = ok(&output, "deploy after a config change");
+    let rows = table(&text);
+    assert_eq!(rows["add"].1, "created");
+    assert_ne!(&rows["add"].0, add_name);
+    assert_eq!(
+        states(&rows),
+        BTreeMap::from([("created".to_owned(), 1), ("unchanged".to_owned(), n - 1)])
+    );
+    assert!(
+        text.contains(&format!(
+            "are no longer in the program (`ferry ls --platform lambda` lists them): {add_name}"
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        moto.get_function(&rows["add"].0)["Configuration"]["MemorySize"],
+        512
+    );
+    let listed = ls(&["--env", "FERRY_LOG=debug", "--role", ROLE]);
+    assert_eq!(
+        listed["ferry_tests::add"],
+        (add_name.clone(), "extra".to_owned())
+    );
+    assert_eq!(
+        states(&listed),
+        BTreeMap::from([("deployed".to_owned(), n), ("extra".to_owned(), 1)])
+    );
+}
+
+fn write_zip(path: &Path, name: &str, bytes: &[u8]) {
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+    zip.start_file(name, options).unwrap();
+    zip.write_all(bytes).unwrap();
+    zip.finish().unwrap();
+}
+
+#[test]
+fn errors_name_what_is_missing_or_wrong() {
+    let moto = Moto::start();
+    let dir = fixture_copy();
+    let home = Scratch::new("home");
+    let env = moto.env(home.path());
+    let dir_arg = dir.path().to_str().unwrap();
+
+    // No role.
+    let stderr = fails(
+        &ferry_env(&["deploy", "--platform", "lambda", "--dir", dir_arg], &env),
+        "deploy without a role",
+    );
+    assert!(
+        stderr.contains("no IAM role for the functions: pass `--role")
+            && stderr.contains("FERRY_LAMBDA_ROLE"),
+        "{stderr}"
+    );
+    let stderr = fails(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                dir_arg,
+                "--role",
+                "lambda-basic",
+            ],
+            &env,
+        ),
+        "deploy with a bad role",
+    );
+    assert!(
+        stderr.contains("`lambda-basic` is not an IAM role ARN"),
+        "{stderr}"
+    );
+
+    // No credentials: the message says where ferry looked.
+    let no_credentials: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| !k.starts_with("AWS_ACCESS") && !k.starts_with("AWS_SECRET"))
+        .cloned()
+        .collect();
+    let stderr = fails(
+        &ferry_env(
+            &["ls", "--platform", "lambda", "--dir", dir_arg],
+            &no_credentials,
+        ),
+        "ls without credentials",
+    );
+    assert!(stderr.contains("no aws credentials"), "{stderr}");
+    assert!(stderr.contains(".aws/credentials` (not found)"), "{stderr}");
+
+    // Credentials from the shared file work as well as from the environment.
+    std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+    std::fs::write(
+        home.path().join(".aws/credentials"),
+        "[default]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .unwrap();
+    ok(
+        &ferry_env(
+            &["ls", "--platform", "lambda", "--dir", dir_arg],
+            &no_credentials,
+        ),
+        "ls with the credentials file",
+    );
+
+    // A role Lambda cannot assume: AWS's code and message, once for all functions.
+    let stderr = fails(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                dir_arg,
+                "--role",
+                ROLE,
+            ],
+            &env,
+        ),
+        "deploy with an unknown role",
+    );
+    assert!(
+        stderr.contains("InvalidParameterValueException: The role defined for the function cannot be assumed by Lambda. (http 400)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("InvalidParameterValueException").count(),
+        1,
+        "{stderr}"
+    );
+
+    // An endpoint nobody listens on.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let stderr = fails(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                dir_arg,
+                "--role",
+                ROLE,
+                "--endpoint-url",
+                &format!("http://127.0.0.1:{closed}"),
+            ],
+            &env,
+        ),
+        "deploy to a closed port",
+    );
+    assert!(
+        stderr.contains(&format!(
+            "cannot reach the lambda api at http://127.0.0.1:{closed}"
+        )),
+        "{stderr}"
+    );
+
+    // Nothing built there.
+    let empty = Scratch::new("empty");
+    let stderr = fails(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                empty.path().to_str().unwrap(),
+                "--role",
+                ROLE,
+            ],
+            &env,
+        ),
+        "deploy without a build",
+    );
+    assert!(
+        stderr.contains("run `ferry build` for this program first"),
+        "{stderr}"
+    );
+
+    // Platforms without a deploy yet say so.
+    let stderr = fails(
+        &ferry_env(
+            &["deploy", "--platform", "openwhisk", "--dir", dir_arg],
+            &env,
+        ),
+        "deploy to openwhisk",
+    );
+    assert!(stderr.contains("not available yet"), "{stderr}");
+}
