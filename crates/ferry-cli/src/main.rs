@@ -4,6 +4,7 @@ mod artifacts;
 mod commands;
 mod lambda;
 mod naming;
+mod openwhisk;
 mod program;
 mod table;
 

@@ -61,6 +61,12 @@ pub fn lambda_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<Strin
     )
 }
 
+/// The OpenWhisk action name: the Lambda rules fit OpenWhisk's (letters, digits, `_`, `-`, at
+/// most 256 characters), so both platforms get the same names.
+pub fn action_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<String> {
+    lambda_name(app, handler, hash)
+}
+
 /// What every Lambda function name of `app` starts with.
 pub fn lambda_prefix(app: &str) -> String {
     format!("{}-", lambda_clean(app))

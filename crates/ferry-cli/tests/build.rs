@@ -83,7 +83,7 @@ fn openwhisk_zip_holds_exec_at_the_top_level() {
 fn the_manifest_lists_every_function() {
     let manifest = manifest(fixture(ALL));
     let functions = manifest["functions"].as_array().unwrap();
-    assert_eq!(functions.len(), 26);
+    assert_eq!(functions.len(), 27);
     assert!(functions.iter().any(|f| f["id"] == "ferry_tests::add"));
 }
 

@@ -21,7 +21,6 @@ fn fixture() -> String {
         .to_string()
 }
 
-
 #[test]
 fn invokes_on_the_local_platform() {
     let program = fixture();

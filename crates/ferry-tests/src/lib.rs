@@ -111,6 +111,12 @@ pub fn worker_pid() -> u32 {
     std::process::id()
 }
 
+/// An environment variable of the process that runs it.
+#[ferry::function(concurrency = 8)]
+pub fn env_var(name: String) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// How often this process initialised its instance state, and which process it is.
 #[ferry::function(concurrency = 64)]
 pub fn instance_state(ctx: &Context) -> (u32, u32) {

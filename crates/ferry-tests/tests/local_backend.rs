@@ -29,6 +29,27 @@ async fn calls_return_outputs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_get_the_configured_environment() {
+    let ctx = local_with(
+        LocalConfig::default()
+            .max_workers(1)
+            .env("SHOP_ENDPOINT", "http://127.0.0.1:8081"),
+    );
+    let value = bounded(ctx.call(EnvVar {
+        name: "SHOP_ENDPOINT".into(),
+    }))
+    .await
+    .unwrap();
+    assert_eq!(value.as_deref(), Some("http://127.0.0.1:8081"));
+    let unset = bounded(ctx.call(EnvVar {
+        name: "FERRY_TEST_SURELY_UNSET".into(),
+    }))
+    .await
+    .unwrap();
+    assert_eq!(unset, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_json_names_the_field() {
     let ctx = local(1);
     let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": "two"}"#))

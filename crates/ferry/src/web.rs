@@ -59,9 +59,8 @@ pub fn serve(router: Router) -> ExitCode {
 
 async fn serve_plain(router: Router) -> Result<(), String> {
     let address = crate::serve::listen_address()?;
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let listener =
+        crate::serve::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
     crate::serve::announce(&listener).map_err(|e| e.to_string())?;
     axum::serve(listener, router)
         .with_graceful_shutdown(crate::serve::shutdown_signal())
@@ -233,9 +232,8 @@ struct WebAction {
 
 async fn serve_web_action(router: Router) -> Result<(), String> {
     let address = crate::serve::listen_address()?;
-    let listener = tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let listener =
+        crate::serve::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
     crate::serve::announce(&listener).map_err(|e| e.to_string())?;
     let state = Arc::new(WebAction {
         router,

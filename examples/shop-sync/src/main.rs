@@ -62,7 +62,11 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 250)]
     pub warm_up: usize,
     /// Runners, in the order they run.
-    #[arg(long, value_delimiter = ',', default_value = "mono,local,http")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "mono,local,http,openwhisk"
+    )]
     pub runners: Vec<RunnerKind>,
     /// First seed of the workload.
     #[arg(long, default_value_t = DEFAULT_X_SEED)]

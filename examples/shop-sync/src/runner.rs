@@ -3,7 +3,12 @@
 //! - `mono`: an HTTP route of this process that calls the function inline (the monolith);
 //! - `local`: ferry's local platform, warm worker processes of this binary;
 //! - `http`: this binary in ferry's HTTP service mode (`FERRY_ROLE=http`) as a separate
-//!   process, reached through ferry's `http` backend.
+//!   process, reached through ferry's `http` backend;
+//! - `openwhisk`: this binary as an OpenWhisk action container (`FERRY_ROLE=openwhisk`, with
+//!   `__OW_ALLOW_CONCURRENT=true` so activations overlap up to the function's concurrency),
+//!   `/init`ed once and sent one `/run` per sync, as OpenWhisk's invoker drives a container. No
+//!   OpenWhisk controller installs here, so this measures the runtime the thesis could not
+//!   give intra-container concurrency, without the controller's hop.
 //!
 //! Another ferry backend is one more [`RunnerKind`] and one arm in [`Runner::start`] that
 //! builds its [`Context`]: dispatch, metrics and checks are shared.
@@ -18,7 +23,7 @@ use shop_sync::server::RunningServer;
 use shop_sync::syncer::{PS_URL_VAR, SH_URL_VAR, SyncModel};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// How long the HTTP service may take to say where it listens.
+/// How long a serving process may take to say where it listens.
 const SERVICE_START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A runner by name.
@@ -30,6 +35,9 @@ pub enum RunnerKind {
     Local,
     /// Serverless in ferry's HTTP service mode, in its own process.
     Http,
+    /// Serverless as an OpenWhisk action container with intra-container concurrency.
+    #[value(name = "openwhisk")]
+    OpenWhisk,
 }
 
 impl RunnerKind {
@@ -39,6 +47,7 @@ impl RunnerKind {
             Self::Mono => "mono",
             Self::Local => "serverless-local",
             Self::Http => "serverless-http",
+            Self::OpenWhisk => "serverless-openwhisk",
         }
     }
 
@@ -60,6 +69,12 @@ enum Dispatch {
         http: reqwest::Client,
         base: String,
         _server: RunningServer,
+    },
+    /// `POST {base}/run` on an OpenWhisk action container.
+    Activation {
+        http: reqwest::Client,
+        base: String,
+        _service: ServiceProcess,
     },
     /// `ctx.call(SyncModel { .. })` on a ferry backend.
     Function {
@@ -99,8 +114,41 @@ impl Runner {
                     _service: None,
                 }
             }
+            RunnerKind::OpenWhisk => {
+                let service = ServiceProcess::start("openwhisk").await?;
+                let http = reqwest::Client::builder()
+                    .tcp_nodelay(true)
+                    .pool_max_idle_per_host(usize::MAX)
+                    .build()
+                    .context("cannot build an HTTP client")?;
+                let init = serde_json::json!({"value": {
+                    "name": "sync_model",
+                    "main": "sync_model",
+                    "binary": true,
+                    "code": "",
+                    "env": {},
+                }});
+                let response = http
+                    .post(format!("{}/init", service.base))
+                    .json(&init)
+                    .send()
+                    .await
+                    .context("cannot /init the action container")?;
+                if !response.status().is_success() {
+                    bail!(
+                        "the action container refused /init ({}): {}",
+                        response.status(),
+                        response.text().await.unwrap_or_default()
+                    );
+                }
+                Dispatch::Activation {
+                    http,
+                    base: service.base.clone(),
+                    _service: service,
+                }
+            }
             RunnerKind::Http => {
-                let service = ServiceProcess::start().await?;
+                let service = ServiceProcess::start("http").await?;
                 Dispatch::Function {
                     ctx: Context::http(HttpConfig::new(&service.base))?,
                     _service: Some(service),
@@ -122,20 +170,37 @@ impl Runner {
     ) -> impl Future<Output = Result<(), String>> + Send + 'static {
         let dispatch = match &self.dispatch {
             Dispatch::Route { http, base, .. } => {
-                Err((http.clone(), format!("{base}/sync/{model_code}")))
+                Err((http.clone(), format!("{base}/sync/{model_code}"), None))
             }
+            Dispatch::Activation { http, base, .. } => Err((
+                http.clone(),
+                format!("{base}/run"),
+                Some(serde_json::json!({
+                    "value": { "model_code": model_code },
+                    "action_name": "/guest/sync_model",
+                    "activation_id": format!("sync-{model_code}"),
+                })),
+            )),
             Dispatch::Function { ctx, .. } => Ok(ctx.call(SyncModel { model_code })),
         };
         async move {
             match dispatch {
                 Ok(call) => call.await.map(drop).map_err(|e| e.to_string()),
-                Err((http, url)) => {
-                    let response = http.post(&url).send().await.map_err(|e| e.to_string())?;
+                Err((http, url, activation)) => {
+                    let mut request = http.post(&url);
+                    if let Some(activation) = &activation {
+                        request = request.json(activation);
+                    }
+                    let response = request.send().await.map_err(|e| e.to_string())?;
                     let status = response.status();
-                    if status.is_success() {
+                    let body = response.text().await.unwrap_or_default();
+                    // An OpenWhisk application error is a 200 whose result has `error`.
+                    let application_error = activation.is_some()
+                        && serde_json::from_str::<serde_json::Value>(&body)
+                            .is_ok_and(|result| result.get("error").is_some());
+                    if status.is_success() && !application_error {
                         return Ok(());
                     }
-                    let body = response.text().await.unwrap_or_default();
                     Err(format!("{url} answered {status}: {body}"))
                 }
             }
@@ -150,19 +215,27 @@ impl Runner {
     }
 }
 
-/// This binary serving its functions in ferry's HTTP service mode, killed when dropped (and
-/// when this process dies, so an interrupted benchmark leaves nothing running).
+/// Passes a serving process's output on, without OpenWhisk's end-of-activation markers.
+fn echo(role: &str, line: &str) {
+    if line != "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX" {
+        eprintln!("[{role} service] {line}");
+    }
+}
+
+/// This binary serving its functions in a ferry serving mode (`http` or `openwhisk`), killed
+/// when dropped (and when this process dies, so an interrupted benchmark leaves nothing running).
 pub struct ServiceProcess {
     _child: tokio::process::Child,
     base: String,
 }
 
 impl ServiceProcess {
-    async fn start() -> anyhow::Result<Self> {
+    async fn start(role: &str) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot locate this executable")?;
         let mut command = tokio::process::Command::new(exe);
         command
-            .env("FERRY_ROLE", "http")
+            .env("FERRY_ROLE", role)
+            .env("__OW_ALLOW_CONCURRENT", "true")
             .env("FERRY_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -181,7 +254,9 @@ impl ServiceProcess {
                 Ok(())
             });
         }
-        let mut child = command.spawn().context("cannot start the HTTP service")?;
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("cannot start the {role} service"))?;
         let stderr = child.stderr.take().expect("stderr is piped");
         let mut lines = BufReader::new(stderr).lines();
         let announced = tokio::time::timeout(SERVICE_START_TIMEOUT, async {
@@ -189,24 +264,25 @@ impl ServiceProcess {
                 if let Some(base) = line.strip_prefix("ferry: listening on ") {
                     return Ok(Some(base.trim().to_owned()));
                 }
-                eprintln!("[http service] {line}");
+                echo(role, &line);
             }
             Ok::<_, std::io::Error>(None)
         })
         .await;
         let base = match announced {
             Ok(Ok(Some(base))) => base,
-            Ok(Ok(None)) => bail!("the HTTP service exited before it listened"),
-            Ok(Err(error)) => bail!("cannot read the HTTP service's output: {error}"),
+            Ok(Ok(None)) => bail!("the {role} service exited before it listened"),
+            Ok(Err(error)) => bail!("cannot read the {role} service's output: {error}"),
             Err(_) => bail!(
-                "the HTTP service did not listen within {} s",
+                "the {role} service did not listen within {} s",
                 SERVICE_START_TIMEOUT.as_secs()
             ),
         };
         // Its later output (errors, if any) still reaches the terminal.
+        let role = role.to_owned();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("[http service] {line}");
+                echo(&role, &line);
             }
         });
         Ok(Self {

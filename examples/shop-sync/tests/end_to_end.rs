@@ -4,7 +4,12 @@
 
 use std::process::Command;
 
-const RUNNERS: [&str; 3] = ["mono", "serverless-local", "serverless-http"];
+const RUNNERS: [&str; 4] = [
+    "mono",
+    "serverless-local",
+    "serverless-http",
+    "serverless-openwhisk",
+];
 const METRICS: [&str; 9] = [
     "seconds",
     "successes",
@@ -35,7 +40,13 @@ fn forty_models_sync_through_every_runner_and_leave_sh_equal_to_ps() {
             "--delay-ms",
             "15",
         ])
-        .args(["--runners", "mono,local,http", "--warm-up", "8", "--json"])
+        .args([
+            "--runners",
+            "mono,local,http,openwhisk",
+            "--warm-up",
+            "8",
+            "--json",
+        ])
         .arg("--csv")
         .arg(&csv)
         .arg("--throttled-csv")
@@ -49,7 +60,7 @@ fn forty_models_sync_through_every_runner_and_leave_sh_equal_to_ps() {
     assert!(output.status.success(), "the benchmark failed:\n{stderr}");
     assert_eq!(
         stderr.matches("SH equals PS").count(),
-        9,
+        12,
         "a check per run, warm-up included:\n{stderr}"
     );
 
@@ -99,7 +110,7 @@ fn forty_models_sync_through_every_runner_and_leave_sh_equal_to_ps() {
     let summary: serde_json::Value =
         serde_json::from_str(stdout.lines().last().unwrap()).expect("JSON last");
     let runs = summary["unthrottled"].as_array().unwrap();
-    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.len(), RUNNERS.len());
     for run in runs {
         let (partial, full) = (
             run["partial"].as_u64().unwrap(),

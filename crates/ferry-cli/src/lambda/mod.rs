@@ -44,10 +44,11 @@ const MAX_ZIP: u64 = 50 << 20;
 /// Settings shared by `ferry deploy` and `ferry ls` on Lambda.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LambdaArgs {
-    /// Prefix of the Lambda function names (default: the binary's name).
+    /// Prefix of the deployed names: Lambda functions and OpenWhisk actions (default: the
+    /// binary's name).
     #[arg(long)]
     pub app: Option<String>,
-    /// The IAM role the functions run as (an ARN).
+    /// The IAM role the functions run as (an ARN; Lambda only).
     #[arg(long, env = "FERRY_LAMBDA_ROLE", value_name = "ARN")]
     pub role: Option<String>,
     /// An environment variable for every function (repeatable).

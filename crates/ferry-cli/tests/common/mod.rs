@@ -25,7 +25,10 @@ pub fn ferry(args: &[&str]) -> Output {
 /// `ferry <args>` in `dir` with extra environment variables.
 pub fn ferry_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
-    command.current_dir(dir).args(args).env_remove("FERRY_BACKEND");
+    command
+        .current_dir(dir)
+        .args(args)
+        .env_remove("FERRY_BACKEND");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -91,7 +94,7 @@ impl Drop for Scratch {
     }
 }
 
-/// The fixture program (`ferry-tests`' `ferry-fixture`, 26 functions with varied settings)
+/// The fixture program (`ferry-tests`' `ferry-fixture`, 27 functions with varied settings)
 /// built by `ferry build` for `platforms`, once per test binary, into a directory of cargo's
 /// target dir for tests (rewritten by every run). The dev profile with `--strip` keeps the
 /// build and the packages small; the build is static, as by default.

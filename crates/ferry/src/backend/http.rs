@@ -28,6 +28,10 @@ pub struct HttpConfig {
     pub h2c: bool,
     /// Longest wait for one attempt's answer.
     pub request_timeout: Duration,
+    /// Most requests in flight at once (`FERRY_HTTP_MAX_IN_FLIGHT`; default 256); more wait
+    /// their turn. Over HTTP/1.1 each one is a connection, and a fan-out of thousands opening at
+    /// once overflows the service's accept queue.
+    pub max_in_flight: usize,
     /// What is retried, how often.
     pub retry: RetryPolicy,
 }
@@ -41,6 +45,7 @@ impl HttpConfig {
             token: None,
             h2c: false,
             request_timeout: Duration::from_secs(900),
+            max_in_flight: 256,
             retry: RetryPolicy::default(),
         }
     }
@@ -65,6 +70,18 @@ impl HttpConfig {
             .ok()
             .filter(|t| !t.is_empty());
         config.h2c = std::env::var("FERRY_HTTP_H2C").is_ok_and(|v| v == "1" || v == "true");
+        if let Ok(text) = std::env::var("FERRY_HTTP_MAX_IN_FLIGHT") {
+            config.max_in_flight = text
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    Error::config(format!(
+                        "`FERRY_HTTP_MAX_IN_FLIGHT` must be a positive number, not `{text}`"
+                    ))
+                })?;
+        }
         Ok(config)
     }
 
@@ -89,6 +106,13 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the most requests in flight.
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
     fn url(&self, id: &str, name: &str) -> String {
         match &self.url_template {
             Some(template) => template.replace("{name}", name).replace("{id}", id),
@@ -100,6 +124,7 @@ impl HttpConfig {
 pub(crate) struct HttpBackend {
     config: HttpConfig,
     client: reqwest::Client,
+    in_flight: tokio::sync::Semaphore,
     invocations: std::sync::atomic::AtomicU64,
 }
 
@@ -115,6 +140,7 @@ impl HttpBackend {
             .build()
             .map_err(|e| Error::config(format!("cannot build the http client: {e}")))?;
         Ok(Self {
+            in_flight: tokio::sync::Semaphore::new(config.max_in_flight.max(1)),
             config,
             client,
             invocations: std::sync::atomic::AtomicU64::new(0),
@@ -143,6 +169,11 @@ impl HttpBackend {
         Box::pin(async move {
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let url = backend.config.url(&envelope.function, name);
+            let _slot = backend
+                .in_flight
+                .acquire()
+                .await
+                .map_err(|_| Error::unavailable("the http backend is closed"))?;
             backend
                 .config
                 .retry

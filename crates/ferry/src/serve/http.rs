@@ -78,7 +78,7 @@ struct Service {
 }
 
 async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(settings.address).await?;
+    let listener = super::bind(settings.address)?;
     super::announce(&listener)?;
     let service = Arc::new(Service {
         registry,

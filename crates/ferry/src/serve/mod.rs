@@ -47,6 +47,23 @@ pub(crate) fn listen_address() -> Result<SocketAddr, String> {
     Ok(SocketAddr::from(([0, 0, 0, 0], port)))
 }
 
+/// Pending connections the kernel queues for a server: a fan-out opens hundreds of connections
+/// at once, and tokio's default of 1024 overflows into SYN retries that cost a second each.
+const LISTEN_BACKLOG: u32 = 8192;
+
+/// Binds a server's listener, with a backlog sized for fan-outs.
+pub(crate) fn bind(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_nodelay(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Says where the server listens, on stderr: with port 0 in `FERRY_LISTEN` this is how a
 /// supervisor (or a test) learns the port.
 pub(crate) fn announce(listener: &tokio::net::TcpListener) -> std::io::Result<()> {

@@ -57,7 +57,7 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 }
 
 async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(address).await?;
+    let listener = super::bind(address)?;
     super::announce(&listener)?;
     axum::serve(listener, router(registry))
         .with_graceful_shutdown(super::shutdown_signal())

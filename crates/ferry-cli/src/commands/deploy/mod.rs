@@ -2,6 +2,7 @@
 //! (`ferry build`) on a platform, one module per platform.
 
 mod lambda;
+mod openwhisk;
 
 use anyhow::bail;
 
@@ -15,16 +16,14 @@ pub struct Args {
     pub platform: Platform,
     #[command(flatten)]
     pub program: ProgramArgs,
-    #[command(flatten, next_help_heading = "Lambda")]
+    #[command(flatten, next_help_heading = "Deployment")]
     pub lambda: crate::lambda::LambdaArgs,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match args.platform {
         Platform::Lambda => lambda::run(args),
-        Platform::Openwhisk => bail!(
-            "`ferry deploy --platform openwhisk` is not available yet: create the actions from `target/ferry/<program>/openwhisk/<program>.zip` with `wsk action update NAME ZIP --native` (docs/platforms/openwhisk.md)"
-        ),
+        Platform::Openwhisk => openwhisk::run(args),
         Platform::Http => bail!(
             "`ferry deploy --platform http` is not available: push `target/ferry/<program>/http/<program>.oci.tar` to a registry (`skopeo copy oci-archive:FILE docker://REGISTRY/NAME:TAG`), then `kubectl apply -f target/ferry/<program>/http/knative/` (docs/cli.md)"
         ),

@@ -2,6 +2,7 @@
 //! per platform. It answers "what would `ferry deploy` with the same flags change?".
 
 mod lambda;
+mod openwhisk;
 
 use anyhow::bail;
 
@@ -15,16 +16,16 @@ pub struct Args {
     pub platform: Platform,
     #[command(flatten)]
     pub program: ProgramArgs,
-    #[command(flatten, next_help_heading = "Lambda")]
+    #[command(flatten, next_help_heading = "Deployment")]
     pub lambda: crate::lambda::LambdaArgs,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match args.platform {
         Platform::Lambda => lambda::run(args),
-        other => bail!(
-            "`ferry ls --platform {}` is not available yet; only `lambda` is",
-            other.name()
+        Platform::Openwhisk => openwhisk::run(args),
+        Platform::Http => bail!(
+            "`ferry ls --platform http` is not available: Knative Services are listed by `kubectl get ksvc`"
         ),
     }
 }

@@ -52,6 +52,9 @@ pub struct LocalConfig {
     /// round trip through the host between two tasks, which only matters for tasks of well under
     /// a millisecond; with uneven tasks it can leave one worker idle while another holds work.
     pub prefetch: u32,
+    /// Environment variables set in every worker, on top of the host's environment (which
+    /// workers inherit): settings a host learns at run time, without `std::env::set_var`.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for LocalConfig {
@@ -63,6 +66,7 @@ impl Default for LocalConfig {
             memory_limit_mb: None,
             unresponsive_grace: Duration::from_secs(2),
             prefetch: 0,
+            env: Vec::new(),
         }
     }
 }
@@ -114,6 +118,13 @@ impl LocalConfig {
     #[must_use]
     pub fn prefetch(mut self, n: u32) -> Self {
         self.prefetch = n;
+        self
+    }
+
+    /// Sets an environment variable in every worker (see [`env`](Self::env)).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
 

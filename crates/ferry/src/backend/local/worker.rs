@@ -29,6 +29,7 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
     let worker_fd = worker_end.as_raw_fd();
     let mut command = std::process::Command::new(exe);
     command
+        .envs(shared.config.env.iter().map(|(k, v)| (k, v)))
         .env(crate::run::ROLE_VAR, crate::run::ROLE_LOCAL_WORKER)
         .env(crate::run::HOST_PID_VAR, std::process::id().to_string())
         .env("FERRY_WORKER_ID", id.to_string())

@@ -1,0 +1,142 @@
+//! `ferry deploy --platform openwhisk`: every function of the manifest becomes an OpenWhisk
+//! action (see [`crate::openwhisk`] for names and settings). A missing action is created; one
+//! whose code (the `ferry:code-sha256` annotation against the zip's) or settings differ is
+//! replaced; the others are left alone. Four actions are deployed at a time.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use futures::StreamExt as _;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::Args;
+use crate::artifacts::Artifacts;
+use crate::openwhisk::{ActionCode, ActionDeployment, DesiredAction, read_code};
+use crate::table;
+
+/// Actions deployed at once.
+const PARALLEL: usize = 4;
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let artifacts = Artifacts::new(args.program.artifacts_dir()?);
+    let (deployment, info, _manifest) =
+        ActionDeployment::new(&artifacts, args.lambda.app.as_deref(), &args.lambda.env)?;
+    let code = read_code(&artifacts.openwhisk_zip(&info.program))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(deploy(&deployment, &code))
+}
+
+async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Result<()> {
+    // The first call: a wrong host or bad credentials stop the command with one message.
+    let deployed = deployment.client.list().await?;
+    let bar = ProgressBar::new(deployment.actions.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} deploying to openwhisk [{bar:30}] {pos}/{len} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let outcomes: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.actions)
+        .map(|action| {
+            let bar = &bar;
+            async move {
+                let outcome = deploy_one(deployment, action, code).await;
+                bar.inc(1);
+                bar.set_message(action.handler.clone());
+                outcome
+            }
+        })
+        .buffered(PARALLEL)
+        .collect()
+        .await;
+    bar.finish_and_clear();
+
+    let mut counts = [0usize; 3];
+    let mut failures = Vec::new();
+    let mut rows = Vec::new();
+    for (action, outcome) in deployment.actions.iter().zip(outcomes) {
+        let result = match outcome {
+            Ok(result) => {
+                let slot = match result.as_str() {
+                    "created" => 0,
+                    "unchanged" => 2,
+                    _ => 1,
+                };
+                counts[slot] += 1;
+                result
+            }
+            Err(error) => {
+                failures.push(format!("{}: {error:#}", action.name));
+                "failed".to_owned()
+            }
+        };
+        rows.push(vec![action.handler.clone(), action.name.clone(), result]);
+    }
+    print!(
+        "{}",
+        table::render(&["FUNCTION", "OPENWHISK ACTION", "RESULT"], &rows)
+    );
+    println!(
+        "openwhisk {}: {} created, {} updated, {} unchanged{}",
+        deployment.client.api_host(),
+        counts[0],
+        counts[1],
+        counts[2],
+        if failures.is_empty() {
+            String::new()
+        } else {
+            format!(", {} failed", failures.len())
+        }
+    );
+    if !failures.is_empty() {
+        bail!(
+            "{} of {} actions could not be deployed:\n  {}",
+            failures.len(),
+            deployment.actions.len(),
+            failures.join("\n  ")
+        );
+    }
+    let extras = deployment.extras(&deployed);
+    if !extras.is_empty() {
+        println!(
+            "note: {} deployed action(s) of app `{}` are no longer in the program (`ferry ls --platform openwhisk` lists them): {}",
+            extras.len(),
+            deployment.app,
+            extras
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+async fn deploy_one(
+    deployment: &ActionDeployment,
+    action: &DesiredAction,
+    code: &ActionCode,
+) -> anyhow::Result<String> {
+    let client = &deployment.client;
+    let document = deployment.document(action, code);
+    let Some(deployed) = client.get(&action.name).await? else {
+        client.put(&action.name, &document, false).await?;
+        return Ok("created".to_owned());
+    };
+    let difference = deployment.difference(action, Some(code), &deployed);
+    if difference.is_empty() {
+        return Ok("unchanged".to_owned());
+    }
+    client.put(&action.name, &document, true).await?;
+    let config = difference.config.join(", ");
+    Ok(match (difference.code, config.is_empty()) {
+        (true, true) => "updated code".to_owned(),
+        (false, _) => format!("updated config ({config})"),
+        (true, false) => format!("updated code and config ({config})"),
+    })
+}

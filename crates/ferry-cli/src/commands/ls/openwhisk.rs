@@ -1,0 +1,69 @@
+//! `ferry ls --platform openwhisk`: per function of the manifest, its action and state:
+//! `deployed`, `missing`, `outdated code`, `outdated config (limits, …)`, and `extra` for
+//! actions of the app (annotation `ferry:app`) that the program no longer has.
+//!
+//! The code is compared when the OpenWhisk zip has been built.
+
+use anyhow::Context as _;
+use futures::StreamExt as _;
+
+use super::Args;
+use crate::artifacts::Artifacts;
+use crate::openwhisk::{ActionDeployment, read_code};
+use crate::table;
+
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    let artifacts = Artifacts::new(args.program.artifacts_dir()?);
+    let (deployment, info, _manifest) =
+        ActionDeployment::new(&artifacts, args.lambda.app.as_deref(), &args.lambda.env)?;
+    let zip = artifacts.openwhisk_zip(&info.program);
+    let code = if zip.exists() {
+        Some(read_code(&zip)?)
+    } else {
+        eprintln!(
+            "note: `{}` is not built, so code is not compared",
+            zip.display()
+        );
+        None
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let deployed = deployment.client.list().await?;
+        let states: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.actions)
+            .map(|action| {
+                let deployment = &deployment;
+                let code = code.as_ref();
+                async move {
+                    let Some(deployed) = deployment.client.get(&action.name).await? else {
+                        return Ok("missing".to_owned());
+                    };
+                    let difference = deployment.difference(action, code, &deployed);
+                    let config = difference.config.join(", ");
+                    Ok(match (difference.code, config.is_empty()) {
+                        (false, true) => "deployed".to_owned(),
+                        (true, true) => "outdated code".to_owned(),
+                        (false, false) => format!("outdated config ({config})"),
+                        (true, false) => format!("outdated code and config ({config})"),
+                    })
+                }
+            })
+            .buffered(8)
+            .collect()
+            .await;
+        let mut rows = Vec::new();
+        for (action, state) in deployment.actions.iter().zip(states) {
+            rows.push(vec![action.handler.clone(), action.name.clone(), state?]);
+        }
+        for (name, id) in deployment.extras(&deployed) {
+            rows.push(vec![id, name, "extra".to_owned()]);
+        }
+        print!(
+            "{}",
+            table::render(&["FUNCTION", "OPENWHISK ACTION", "STATE"], &rows)
+        );
+        Ok(())
+    })
+}

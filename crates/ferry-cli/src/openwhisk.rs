@@ -1,0 +1,351 @@
+//! A program on Apache OpenWhisk: what every action should look like and how a deployed action
+//! differs from that, over the controller's REST API. `ferry deploy` makes the difference vanish;
+//! `ferry ls` shows it.
+//!
+//! Per function of the manifest, one action:
+//!
+//! - name `<app>-<function>-<config hash>` ([`crate::naming`]), in the namespace of the
+//!   credentials (`__OW_NAMESPACE` / wskprops `NAMESPACE`, default `_`);
+//! - code: the program's ActionLoop zip (`exec` at the top level) on the native runtime image
+//!   (`kind: blackbox`, `image: openwhisk/dockerskeleton`, as `wsk action create --native`);
+//! - `main` and the init parameter `FERRY_FUNCTION` = the function's name (its id when the name
+//!   is not unique): the executable picks its function from them;
+//! - limits: `memory` = `memory_mb`, `timeout` = the timeout in ms, `concurrency` = the function's
+//!   concurrency (intra-container concurrency);
+//! - `--env KEY=VALUE` variables as init parameters;
+//! - annotations `ferry:app`, `ferry:function` (the id), `ferry:config-hash` and
+//!   `ferry:code-sha256`, by which deploys skip unchanged code and `ferry ls` recognises actions
+//!   of the app that the program no longer has.
+//!
+//! Settings come from the environment and the `wsk` CLI's properties file, as for the
+//! `openwhisk` backend ([`ferry::OpenWhiskConfig::from_env`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use ferry::OpenWhiskConfig;
+use ferry::manifest::Manifest;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::artifacts::{Artifacts, BuildInfo};
+use crate::naming;
+
+/// The runtime image of native ActionLoop actions.
+pub const NATIVE_IMAGE: &str = "openwhisk/dockerskeleton";
+/// The init parameter that names the function for the executable.
+pub const FUNCTION_PARAMETER: &str = "FERRY_FUNCTION";
+
+/// One action as it should be deployed.
+#[derive(Debug, Clone)]
+pub struct DesiredAction {
+    /// What the program calls the function (name, or id when ambiguous).
+    pub handler: String,
+    /// The function's id.
+    pub id: String,
+    /// The action name.
+    pub name: String,
+    pub config_hash: String,
+    pub limits: Value,
+    /// Init parameters, sorted by key.
+    pub parameters: BTreeMap<String, String>,
+}
+
+/// The program's ActionLoop zip.
+#[derive(Debug, Clone)]
+pub struct ActionCode {
+    pub base64: String,
+    /// Hex SHA-256 of the zip.
+    pub sha256: String,
+}
+
+/// A program on OpenWhisk: the client and every action's desired state.
+#[derive(Debug)]
+pub struct ActionDeployment {
+    pub client: Controller,
+    pub app: String,
+    pub actions: Vec<DesiredAction>,
+}
+
+/// How a deployed action differs from its desired state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActionDifference {
+    pub code: bool,
+    /// What differs besides the code: `limits`, `main`, `parameters`.
+    pub config: Vec<&'static str>,
+}
+
+impl ActionDifference {
+    pub fn is_empty(&self) -> bool {
+        !self.code && self.config.is_empty()
+    }
+}
+
+impl ActionDeployment {
+    /// Reads the built program in `artifacts` and computes every action's desired state.
+    pub fn new(
+        artifacts: &Artifacts,
+        app: Option<&str>,
+        env: &[(String, String)],
+    ) -> anyhow::Result<(Self, BuildInfo, Manifest)> {
+        let info = artifacts.build_info()?;
+        let manifest = artifacts.manifest()?;
+        let config = OpenWhiskConfig::from_env().context("cannot find openwhisk settings")?;
+        let app = app.map_or_else(|| info.program.clone(), str::to_owned);
+        let mut actions = Vec::new();
+        for function in &manifest.functions {
+            let handler = naming::handler(&manifest, function).to_owned();
+            let config_hash = naming::config_hash(&function.config, &handler);
+            let name = naming::action_name(&app, &handler, &config_hash)?;
+            let mut parameters: BTreeMap<String, String> = env.iter().cloned().collect();
+            parameters.insert(FUNCTION_PARAMETER.to_owned(), handler.clone());
+            actions.push(DesiredAction {
+                limits: json!({
+                    "memory": function.config.memory_mb,
+                    "timeout": function.config.timeout.as_millis() as u64,
+                    "concurrency": function.config.concurrency,
+                }),
+                id: function.id.clone(),
+                handler,
+                name,
+                config_hash,
+                parameters,
+            });
+        }
+        let deployment = Self {
+            client: Controller::new(config)?,
+            app,
+            actions,
+        };
+        Ok((deployment, info, manifest))
+    }
+
+    /// The action document `PUT` sends.
+    pub fn document(&self, action: &DesiredAction, code: &ActionCode) -> Value {
+        let parameters: Vec<Value> = action
+            .parameters
+            .iter()
+            .map(|(key, value)| json!({ "key": key, "value": value, "init": true }))
+            .collect();
+        json!({
+            "exec": {
+                "kind": "blackbox",
+                "image": NATIVE_IMAGE,
+                "binary": true,
+                "code": code.base64,
+                "main": action.handler,
+            },
+            "limits": action.limits,
+            "parameters": parameters,
+            "annotations": [
+                { "key": "ferry:app", "value": self.app },
+                { "key": "ferry:function", "value": action.id },
+                { "key": "ferry:config-hash", "value": action.config_hash },
+                { "key": "ferry:code-sha256", "value": code.sha256 },
+                { "key": "description", "value": format!("ferry function {}", action.id) },
+            ],
+        })
+    }
+
+    /// How `deployed` (an action document) differs from `desired` (`code` = `None`: the code
+    /// is not compared).
+    pub fn difference(
+        &self,
+        desired: &DesiredAction,
+        code: Option<&ActionCode>,
+        deployed: &Value,
+    ) -> ActionDifference {
+        let mut config = Vec::new();
+        let limits = &deployed["limits"];
+        if ["memory", "timeout", "concurrency"]
+            .iter()
+            .any(|key| limits[key] != desired.limits[key])
+        {
+            config.push("limits");
+        }
+        if deployed["exec"]["main"].as_str() != Some(desired.handler.as_str()) {
+            config.push("main");
+        }
+        let have: BTreeMap<String, String> = deployed["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                let value = match &p["value"] {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                Some((p["key"].as_str()?.to_owned(), value))
+            })
+            .collect();
+        if have != desired.parameters {
+            config.push("parameters");
+        }
+        let code = code.is_some_and(|code| {
+            annotation(deployed, "ferry:code-sha256") != Some(code.sha256.as_str())
+        });
+        ActionDifference { code, config }
+    }
+
+    /// Of `deployed` (action summaries), the actions of this app that the program does not
+    /// have: `(action name, function id)`.
+    pub fn extras(&self, deployed: &[Value]) -> Vec<(String, String)> {
+        let mut extras: Vec<(String, String)> = deployed
+            .iter()
+            .filter(|action| annotation(action, "ferry:app") == Some(self.app.as_str()))
+            .filter_map(|action| {
+                let name = action["name"].as_str()?;
+                if self.actions.iter().any(|a| a.name == name) {
+                    return None;
+                }
+                let id = annotation(action, "ferry:function").unwrap_or_default();
+                Some((name.to_owned(), id.to_owned()))
+            })
+            .collect();
+        extras.sort();
+        extras
+    }
+}
+
+/// The value of an action's annotation.
+pub fn annotation<'a>(action: &'a Value, key: &str) -> Option<&'a str> {
+    action["annotations"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)?["value"]
+        .as_str()
+}
+
+/// Reads the program's OpenWhisk zip.
+pub fn read_code(path: &Path) -> anyhow::Result<ActionCode> {
+    let zip = std::fs::read(path).with_context(|| {
+        format!(
+            "cannot read `{}`: run `ferry build --platform openwhisk` first",
+            path.display()
+        )
+    })?;
+    let sha256 = Sha256::digest(&zip)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(ActionCode {
+        base64: base64_simd::STANDARD.encode_to_string(&zip),
+        sha256,
+    })
+}
+
+/// The controller's REST API for actions.
+#[derive(Debug)]
+pub struct Controller {
+    config: OpenWhiskConfig,
+    http: reqwest::Client,
+}
+
+impl Controller {
+    pub fn new(config: OpenWhiskConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .danger_accept_invalid_certs(config.insecure)
+            .timeout(std::time::Duration::from_secs(300))
+            .build()
+            .context("cannot build the http client")?;
+        Ok(Self { config, http })
+    }
+
+    /// The controller's base URL.
+    pub fn api_host(&self) -> &str {
+        &self.config.api_host
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!(
+            "{}/api/v1/namespaces/{}/{path}",
+            self.config.api_host, self.config.namespace
+        )
+    }
+
+    fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
+        let (user, key) = self
+            .config
+            .auth
+            .split_once(':')
+            .unwrap_or((&self.config.auth, ""));
+        self.http.request(method, url).basic_auth(user, Some(key))
+    }
+
+    /// Every action of the namespace (summaries, without code).
+    pub async fn list(&self) -> anyhow::Result<Vec<Value>> {
+        let mut all = Vec::new();
+        loop {
+            let url = format!("{}?limit=200&skip={}", self.url("actions"), all.len());
+            let page: Vec<Value> = self
+                .send(self.request(reqwest::Method::GET, &url), &url)
+                .await?;
+            let done = page.len() < 200;
+            all.extend(page);
+            if done {
+                return Ok(all);
+            }
+        }
+    }
+
+    /// An action, or `None` when it does not exist.
+    pub async fn get(&self, name: &str) -> anyhow::Result<Option<Value>> {
+        let url = format!("{}?code=false", self.url(&format!("actions/{name}")));
+        let response = self
+            .request(reqwest::Method::GET, &url)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the openwhisk controller at {url}"))?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        Ok(Some(read(response, &url).await?))
+    }
+
+    /// Creates the action, or replaces it when `overwrite`.
+    pub async fn put(&self, name: &str, document: &Value, overwrite: bool) -> anyhow::Result<()> {
+        let url = format!(
+            "{}?overwrite={overwrite}",
+            self.url(&format!("actions/{name}"))
+        );
+        let _: Value = self
+            .send(
+                self.request(reqwest::Method::PUT, &url).json(document),
+                &url,
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        url: &str,
+    ) -> anyhow::Result<T> {
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the openwhisk controller at {url}"))?;
+        read(response, url).await
+    }
+}
+
+async fn read<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+    url: &str,
+) -> anyhow::Result<T> {
+    let status = response.status();
+    let body = response
+        .bytes()
+        .await
+        .with_context(|| format!("the connection to {url} broke"))?;
+    if !status.is_success() {
+        let message = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).trim().to_owned());
+        bail!("the openwhisk controller answered {status}: {message}");
+    }
+    serde_json::from_slice(&body).with_context(|| format!("{url} answered unreadable json"))
+}
