@@ -587,13 +587,10 @@ fn errors_name_what_is_missing_or_wrong() {
         "{stderr}"
     );
 
-    // Platforms without a deploy yet say so.
+    // Knative has no deploy: the message says what to do instead.
     let stderr = fails(
-        &ferry_env(
-            &["deploy", "--platform", "openwhisk", "--dir", dir_arg],
-            &env,
-        ),
-        "deploy to openwhisk",
+        &ferry_env(&["deploy", "--platform", "http", "--dir", dir_arg], &env),
+        "deploy to http",
     );
-    assert!(stderr.contains("not available yet"), "{stderr}");
+    assert!(stderr.contains("kubectl apply"), "{stderr}");
 }

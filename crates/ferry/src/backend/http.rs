@@ -148,13 +148,10 @@ impl HttpBackend {
     }
 
     pub(crate) fn stats(&self) -> super::BackendStats {
-        super::BackendStats {
-            backend: super::BackendKind::Http,
-            max_workers: 0,
-            workers: 0,
-            cold_starts: 0,
-            invocations: self.invocations.load(std::sync::atomic::Ordering::Relaxed),
-        }
+        super::remote_stats(
+            super::BackendKind::Http,
+            self.invocations.load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     pub(crate) fn invoke(

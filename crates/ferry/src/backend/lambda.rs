@@ -22,7 +22,7 @@ use super::retry::RetryPolicy;
 use super::{BackendKind, BackendStats};
 use crate::aws::{AwsConfig, Signer};
 use crate::wire::Envelope;
-use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
+use crate::{Error, ErrorKind, FunctionDescriptor, Result};
 
 /// Lambda's limit on a synchronous invocation's request and response (6 MB).
 pub const MAX_PAYLOAD: usize = 6 * 1024 * 1024;
@@ -198,13 +198,10 @@ impl LambdaBackend {
     }
 
     pub(crate) fn stats(&self) -> BackendStats {
-        BackendStats {
-            backend: BackendKind::Lambda,
-            max_workers: 0,
-            workers: 0,
-            cold_starts: 0,
-            invocations: self.invocations.load(Ordering::Relaxed),
-        }
+        super::remote_stats(
+            BackendKind::Lambda,
+            self.invocations.load(Ordering::Relaxed),
+        )
     }
 
     pub(crate) fn invoke(
@@ -216,18 +213,7 @@ impl LambdaBackend {
         let backend = self.clone();
         self.invocations.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
-            if envelope.codec != Codec::Json {
-                return Err(Error::config(format!(
-                    "the lambda backend sends json events, not `{}`",
-                    envelope.codec
-                )));
-            }
-            if payload.len() > MAX_PAYLOAD {
-                return Err(Error::new(ErrorKind::PayloadTooLarge {
-                    size: payload.len() as u64,
-                    limit: MAX_PAYLOAD as u64,
-                }));
-            }
+            super::check_json_event(&envelope, &payload, MAX_PAYLOAD, BackendKind::Lambda)?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let function = backend.config.function(&envelope.function, name);
             let mut url = format!(

@@ -210,6 +210,39 @@ impl Backend {
     }
 }
 
+/// Stats of a backend that only counts invocations: the platform runs and scales the workers.
+pub(crate) fn remote_stats(backend: BackendKind, invocations: u64) -> BackendStats {
+    BackendStats {
+        backend,
+        max_workers: 0,
+        workers: 0,
+        cold_starts: 0,
+        invocations,
+    }
+}
+
+/// What a platform whose events are JSON accepts, checked before anything is sent.
+pub(crate) fn check_json_event(
+    envelope: &Envelope,
+    payload: &[u8],
+    limit: usize,
+    backend: BackendKind,
+) -> Result<()> {
+    if envelope.codec != crate::Codec::Json {
+        return Err(Error::config(format!(
+            "the {backend} backend sends json, not `{}`",
+            envelope.codec
+        )));
+    }
+    if payload.len() > limit {
+        return Err(Error::new(crate::ErrorKind::PayloadTooLarge {
+            size: payload.len() as u64,
+            limit: limit as u64,
+        }));
+    }
+    Ok(())
+}
+
 /// Whether a timed-out body may still be running on a thread that cannot be stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Overrun {

@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::retry::RetryPolicy;
 use super::{BackendKind, BackendStats};
 use crate::wire::Envelope;
-use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
+use crate::{Error, ErrorKind, FunctionDescriptor, Result};
 
 /// OpenWhisk's default limit on an activation's parameters (`whisk.activation.payload.max`).
 pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
@@ -211,13 +211,10 @@ impl OpenWhiskBackend {
     }
 
     pub(crate) fn stats(&self) -> BackendStats {
-        BackendStats {
-            backend: BackendKind::OpenWhisk,
-            max_workers: 0,
-            workers: 0,
-            cold_starts: 0,
-            invocations: self.invocations.load(Ordering::Relaxed),
-        }
+        super::remote_stats(
+            BackendKind::OpenWhisk,
+            self.invocations.load(Ordering::Relaxed),
+        )
     }
 
     pub(crate) fn invoke(
@@ -229,18 +226,12 @@ impl OpenWhiskBackend {
         let backend = self.clone();
         self.invocations.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
-            if envelope.codec != Codec::Json {
-                return Err(Error::config(format!(
-                    "the openwhisk backend sends json parameters, not `{}`",
-                    envelope.codec
-                )));
-            }
-            if payload.len() > backend.config.max_payload {
-                return Err(Error::new(ErrorKind::PayloadTooLarge {
-                    size: payload.len() as u64,
-                    limit: backend.config.max_payload as u64,
-                }));
-            }
+            super::check_json_event(
+                &envelope,
+                &payload,
+                backend.config.max_payload,
+                BackendKind::OpenWhisk,
+            )?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let action = backend.config.action(&envelope.function, name);
             let url = format!(

@@ -76,7 +76,7 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
             }
             Ok(Outcome::Updated(difference)) => {
                 updated += 1;
-                describe_update(&difference)
+                super::describe_update(difference.code, &difference.config)
             }
             Ok(Outcome::Unchanged) => {
                 unchanged += 1;
@@ -181,13 +181,4 @@ async fn deploy_one(
         api.wait_until_updated(&function.name).await?;
     }
     Ok(Outcome::Updated(difference))
-}
-
-fn describe_update(difference: &Difference) -> String {
-    let config = difference.config.join(", ");
-    match (difference.code, config.is_empty()) {
-        (true, true) => "updated code".to_owned(),
-        (false, _) => format!("updated config ({config})"),
-        (true, false) => format!("updated code and config ({config})"),
-    }
 }

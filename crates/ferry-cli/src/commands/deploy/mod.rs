@@ -29,3 +29,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ),
     }
 }
+
+/// How an update is reported: what differed (`code`, and the settings named in `config`).
+fn describe_update(code: bool, config: &[&str]) -> String {
+    let config = config.join(", ");
+    match (code, config.is_empty()) {
+        (true, true) => "updated code".to_owned(),
+        (false, _) => format!("updated config ({config})"),
+        (true, false) => format!("updated code and config ({config})"),
+    }
+}

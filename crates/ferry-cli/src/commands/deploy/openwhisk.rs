@@ -133,10 +133,5 @@ async fn deploy_one(
         return Ok("unchanged".to_owned());
     }
     client.put(&action.name, &document, true).await?;
-    let config = difference.config.join(", ");
-    Ok(match (difference.code, config.is_empty()) {
-        (true, true) => "updated code".to_owned(),
-        (false, _) => format!("updated config ({config})"),
-        (true, false) => format!("updated code and config ({config})"),
-    })
+    Ok(super::describe_update(difference.code, &difference.config))
 }

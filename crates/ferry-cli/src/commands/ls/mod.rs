@@ -29,3 +29,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         ),
     }
 }
+
+/// A deployed function's state: `deployed`, or what is outdated (`code`, and the settings named
+/// in `config`).
+fn describe_state(code: bool, config: &[&str]) -> String {
+    let config = config.join(", ");
+    match (code, config.is_empty()) {
+        (false, true) => "deployed".to_owned(),
+        (true, true) => "outdated code".to_owned(),
+        (false, false) => format!("outdated config ({config})"),
+        (true, false) => format!("outdated code and config ({config})"),
+    }
+}

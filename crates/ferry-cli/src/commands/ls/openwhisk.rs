@@ -41,13 +41,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                         return Ok("missing".to_owned());
                     };
                     let difference = deployment.difference(action, code, &deployed);
-                    let config = difference.config.join(", ");
-                    Ok(match (difference.code, config.is_empty()) {
-                        (false, true) => "deployed".to_owned(),
-                        (true, true) => "outdated code".to_owned(),
-                        (false, false) => format!("outdated config ({config})"),
-                        (true, false) => format!("outdated code and config ({config})"),
-                    })
+                    Ok(super::describe_state(difference.code, &difference.config))
                 }
             })
             .buffered(8)
