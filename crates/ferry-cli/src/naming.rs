@@ -1,68 +1,37 @@
-//! Names of deployed functions: `<app>-<function>-<hash>`.
-//!
-//! The hash is the first 8 hex digits of the SHA-256 of exactly these four lines (each ending
-//! in `\n`), so a change of memory, timeout, concurrency or handler deploys a new function
-//! instead of silently changing the one callers use:
-//!
-//! ```text
-//! memory_mb=<memory in MiB>
-//! timeout_ms=<timeout in milliseconds>
-//! concurrency=<invocations per instance>
-//! handler=<the handler: the function's name, or its id when the name is not unique>
-//! ```
+//! Names of deployed functions: `<app>-<function>-<hash>`, by the rules of [`ferry::naming`]
+//! (which the `lambda` and `openwhisk` backends follow with `FERRY_APP`), plus Knative's
+//! DNS-label names.
 
 use anyhow::bail;
 use ferry::FunctionConfig;
 use ferry::manifest::{Manifest, ManifestFunction};
-use sha2::{Digest, Sha256};
 
-/// Longest Lambda function name.
-const LAMBDA_MAX: usize = 64;
 /// Longest Knative Service name: a DNS label (63) that still fits the revision suffix
 /// (`-00001`).
 const KNATIVE_MAX: usize = 57;
 
-/// The 8-hex-digit config hash (see the module docs).
+/// The 8-hex-digit config hash ([`ferry::naming`]).
 pub fn config_hash(config: &FunctionConfig, handler: &str) -> String {
-    let input = format!(
-        "memory_mb={}\ntimeout_ms={}\nconcurrency={}\nhandler={handler}\n",
-        config.memory_mb,
-        config.timeout.as_millis(),
-        config.concurrency
-    );
-    let digest = Sha256::digest(input.as_bytes());
-    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
+    ferry::naming::config_hash(config, handler)
 }
 
-/// What selects the function in the program (`_HANDLER` on Lambda): its name, or its id when
-/// another function has the same name.
+/// What selects the function in the program (`_HANDLER` on Lambda, `main` on OpenWhisk): its
+/// name, or its id when another function has the same name.
 pub fn handler<'m>(manifest: &'m Manifest, function: &'m ManifestFunction) -> &'m str {
-    let same_name = manifest
-        .functions
-        .iter()
-        .filter(|f| f.name == function.name)
-        .count();
-    if same_name == 1 {
-        &function.name
-    } else {
-        &function.id
-    }
+    ferry::naming::handler(
+        &function.name,
+        &function.id,
+        manifest.functions.iter().map(|f| f.name.as_str()),
+    )
 }
 
 /// The Lambda function name: letters, digits, `-` and `_`, at most 64 characters (the
 /// function part is shortened to fit).
 pub fn lambda_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<String> {
-    join(
-        &lambda_clean(app),
-        &lambda_clean(handler),
-        hash,
-        LAMBDA_MAX,
-        "lambda function",
-    )
+    Ok(ferry::naming::deployed_name(app, handler, hash)?)
 }
 
-/// The OpenWhisk action name: the Lambda rules fit OpenWhisk's (letters, digits, `_`, `-`, at
-/// most 256 characters), so both platforms get the same names.
+/// The OpenWhisk action name: the same as on Lambda (OpenWhisk admits those names).
 pub fn action_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<String> {
     lambda_name(app, handler, hash)
 }

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::Output;
 
 use common::{Scratch, fails, ferry_in, fixture, manifest, ok, only_zip_entry, workspace};
+use ferry::{Context, ErrorKind, OpenWhiskConfig};
 use ferry_tests::controller::Controller;
+use ferry_tests::{Add, RequireEven};
 
 /// `ferry <args>` against `controller`, off the async runtime that serves it.
 async fn ferry_on(controller: &Controller, args: &[&str], extra: &[(&str, &str)]) -> Output {
@@ -158,7 +160,10 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
         "{listing}"
     );
 
-    // The deployed action runs: through the openwhisk backend, by its deployed name.
+    // The deployed actions run, found by the names deploy gave them: from `ferry invoke --app`
+    // (names from the program's manifest) and from a host program (`FERRY_APP`, names from its
+    // own registry: this test links the fixture's functions).
+    let exec = scratch.path().join("exec");
     let invoked = ok(
         &ferry_on(
             &controller,
@@ -167,10 +172,14 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
                 "add",
                 "--backend",
                 "openwhisk",
+                "--app",
+                "ferry-fixture",
+                "--program",
+                exec.to_str().unwrap(),
                 "--data",
                 r#"{"a": 20, "b": 22}"#,
             ],
-            &[("FERRY_OPENWHISK_ACTIONS", &add_action)],
+            &[],
         )
         .await,
         "invoke the deployed action",
@@ -179,6 +188,16 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
         serde_json::from_str::<serde_json::Value>(&invoked).unwrap()["result"],
         42,
         "{invoked}"
+    );
+    let host = Context::openwhisk(
+        OpenWhiskConfig::new(&controller.api_host, &controller.auth).app("ferry-fixture"),
+    )
+    .unwrap();
+    assert_eq!(host.call(Add { a: 40, b: 2 }).await.unwrap(), 42);
+    let odd = host.call(RequireEven { n: 3 }).await.unwrap_err();
+    assert!(
+        matches!(odd.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
+        "{odd}"
     );
 }
 

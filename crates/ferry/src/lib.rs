@@ -38,6 +38,7 @@ mod context;
 mod error;
 mod function;
 pub mod manifest;
+pub mod naming;
 mod progress;
 mod registry;
 mod run;

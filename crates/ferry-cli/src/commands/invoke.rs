@@ -9,7 +9,7 @@ use std::io::Read as _;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use ferry::{BackendKind, Codec, Context, LocalConfig};
+use ferry::{BackendKind, Codec, Context, LambdaConfig, LocalConfig, OpenWhiskConfig};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -25,9 +25,14 @@ pub struct Args {
     /// `FERRY_BACKEND`, else `local`).
     #[arg(long)]
     pub backend: Option<String>,
-    /// The ferry program whose function it is: needed by `local`, and checks the name elsewhere.
+    /// The ferry program whose function it is: needed by `local` and `--app`, and checks the
+    /// name elsewhere.
     #[arg(long)]
     pub program: Option<PathBuf>,
+    /// Invoke the function `ferry deploy` deployed under this app (`openwhisk`, `lambda`): its
+    /// name comes from the program's manifest.
+    #[arg(long, requires = "program")]
+    pub app: Option<String>,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -36,13 +41,19 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(name) => name.parse::<BackendKind>()?,
         None => BackendKind::from_env()?,
     };
+    let mut deployed_name = None;
     if let Some(program) = &args.program {
         let manifest = super::manifest::read(program)?;
-        if !manifest
+        let found = manifest
             .functions
             .iter()
-            .any(|f| f.name == args.function || f.id == args.function)
-        {
+            .find(|f| f.name == args.function || f.id == args.function);
+        if let (Some(app), Some(function)) = (&args.app, found) {
+            let handler = crate::naming::handler(&manifest, function);
+            let hash = crate::naming::config_hash(&function.config, handler);
+            deployed_name = Some(crate::naming::lambda_name(app, handler, &hash)?);
+        }
+        if found.is_none() {
             let names: Vec<String> = manifest
                 .functions
                 .iter()
@@ -58,17 +69,26 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let output = runtime.block_on(async {
-        let ctx = match backend {
-            BackendKind::Inline => bail!(
+        let ctx = match (backend, deployed_name) {
+            (BackendKind::OpenWhisk, Some(action)) => {
+                Context::openwhisk(OpenWhiskConfig::from_env()?.actions(action))?
+            }
+            (BackendKind::Lambda, Some(function)) => {
+                Context::lambda(LambdaConfig::from_env()?.route(&args.function, function))?
+            }
+            (other, Some(_)) => {
+                bail!("`--app` names deployed functions on `openwhisk` and `lambda`, not `{other}`")
+            }
+            (BackendKind::Inline, None) => bail!(
                 "`inline` runs functions inside the calling program; use `--backend local --program <binary>`"
             ),
-            BackendKind::Local => {
+            (BackendKind::Local, None) => {
                 let Some(program) = &args.program else {
                     bail!("the local backend needs `--program <binary>`: the workers run it");
                 };
                 Context::local(LocalConfig::from_env()?.worker_exe(program))?
             }
-            other => Context::new(other)?,
+            (other, None) => Context::new(other)?,
         };
         let output = ctx.invoke(&args.function, Codec::Json, arguments).await;
         ctx.shutdown().await;

@@ -49,8 +49,11 @@ pub struct LambdaConfig {
     /// The Lambda function of each ferry function: `{name}` and `{id}` are replaced, e.g.
     /// `shop-{name}`. Default `{name}`.
     pub functions: String,
+    /// The app `ferry deploy` deployed the program as (`FERRY_APP`): functions are then found
+    /// by their deployed names ([`crate::naming`]) instead of the template.
+    pub app: Option<String>,
     /// Lambda functions named one by one (ferry function name → Lambda function), ahead of the
-    /// template.
+    /// app and the template.
     pub routes: std::collections::BTreeMap<String, String>,
     /// A version or alias to invoke (`Qualifier`).
     pub qualifier: Option<String>,
@@ -70,6 +73,7 @@ impl LambdaConfig {
         Self {
             aws,
             functions: "{name}".to_owned(),
+            app: None,
             routes: std::collections::BTreeMap::new(),
             qualifier: None,
             http: LambdaHttp::Auto,
@@ -79,7 +83,8 @@ impl LambdaConfig {
         }
     }
 
-    /// [`AwsConfig::from_env`], then `FERRY_LAMBDA_FUNCTIONS` (the name template),
+    /// [`AwsConfig::from_env`], then `FERRY_APP` (deployed names), `FERRY_LAMBDA_FUNCTIONS` (the
+    /// name template),
     /// `FERRY_LAMBDA_QUALIFIER`, `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and
     /// `FERRY_LAMBDA_CONNECTIONS`.
     pub fn from_env() -> Result<Self> {
@@ -90,6 +95,7 @@ impl LambdaConfig {
             config.functions = template;
         }
         config.qualifier = env("FERRY_LAMBDA_QUALIFIER");
+        config.app = env("FERRY_APP");
         if let Some(http) = env("FERRY_LAMBDA_HTTP") {
             config.http = match http.as_str() {
                 "auto" => LambdaHttp::Auto,
@@ -123,6 +129,13 @@ impl LambdaConfig {
         self
     }
 
+    /// Finds functions by the names `ferry deploy` gave them under `app`.
+    #[must_use]
+    pub fn app(mut self, app: impl Into<String>) -> Self {
+        self.app = Some(app.into());
+        self
+    }
+
     /// Sends the ferry function `name` to the Lambda function `lambda_function`.
     #[must_use]
     pub fn route(mut self, name: impl Into<String>, lambda_function: impl Into<String>) -> Self {
@@ -151,12 +164,16 @@ impl LambdaConfig {
         self
     }
 
-    /// The Lambda function that runs the ferry function `name` (`id`).
-    pub fn function(&self, id: &str, name: &str) -> String {
+    /// The Lambda function that runs the ferry function `name` (`id`): its route, else its
+    /// deployed name under [`app`](Self::app), else the template's.
+    pub fn function(&self, id: &str, name: &str) -> Result<String> {
         if let Some(routed) = self.routes.get(name).or_else(|| self.routes.get(id)) {
-            return routed.clone();
+            return Ok(routed.clone());
         }
-        self.functions.replace("{name}", name).replace("{id}", id)
+        match &self.app {
+            Some(app) => crate::naming::deployed_name_here(app, id, name),
+            None => Ok(self.functions.replace("{name}", name).replace("{id}", id)),
+        }
     }
 }
 
@@ -215,7 +232,7 @@ impl LambdaBackend {
         Box::pin(async move {
             super::check_json_event(&envelope, &payload, MAX_PAYLOAD, BackendKind::Lambda)?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
-            let function = backend.config.function(&envelope.function, name);
+            let function = backend.config.function(&envelope.function, name)?;
             let mut url = format!(
                 "{}/2015-03-31/functions/{function}/invocations",
                 backend.config.aws.lambda_endpoint().trim_end_matches('/')

@@ -42,6 +42,9 @@ pub struct OpenWhiskConfig {
     /// The action of each function: `{name}` and `{id}` are replaced, e.g. `shop-{name}` or
     /// `mypackage/{name}`. Default `{name}`.
     pub actions: String,
+    /// The app `ferry deploy` deployed the program as (`FERRY_APP`): actions are then found
+    /// by their deployed names ([`crate::naming`]) instead of the template.
+    pub app: Option<String>,
     /// Accept any TLS certificate (a development deployment's self-signed one, like `wsk -i`).
     pub insecure: bool,
     /// Largest JSON parameters sent; bigger arguments are refused before sending.
@@ -61,6 +64,7 @@ impl std::fmt::Debug for OpenWhiskConfig {
             .field("auth", &"<redacted>")
             .field("namespace", &self.namespace)
             .field("actions", &self.actions)
+            .field("app", &self.app)
             .field("insecure", &self.insecure)
             .field("max_payload", &self.max_payload)
             .field("request_timeout", &self.request_timeout)
@@ -78,6 +82,7 @@ impl OpenWhiskConfig {
             auth: auth.into(),
             namespace: "_".to_owned(),
             actions: "{name}".to_owned(),
+            app: None,
             insecure: false,
             max_payload: DEFAULT_MAX_PAYLOAD,
             request_timeout: Duration::from_secs(70),
@@ -91,7 +96,8 @@ impl OpenWhiskConfig {
     /// - `__OW_API_HOST`, `__OW_API_KEY`, `__OW_NAMESPACE`: what OpenWhisk sets inside an action,
     ///   so a function running there fans out on its own platform;
     /// - else `APIHOST`, `AUTH` and `NAMESPACE` from `WSK_CONFIG_FILE` (default `~/.wskprops`);
-    /// - `FERRY_OPENWHISK_ACTIONS` (the action template) and `FERRY_OPENWHISK_INSECURE=1`.
+    /// - `FERRY_APP` (deployed names), `FERRY_OPENWHISK_ACTIONS` (the action template) and
+    ///   `FERRY_OPENWHISK_INSECURE=1`.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|key| std::env::var(key).ok())
     }
@@ -129,6 +135,7 @@ impl OpenWhiskConfig {
         if let Some(actions) = env("FERRY_OPENWHISK_ACTIONS") {
             config.actions = actions;
         }
+        config.app = env("FERRY_APP");
         config.insecure = env("FERRY_OPENWHISK_INSECURE").is_some_and(|v| v == "1" || v == "true");
         Ok(config)
     }
@@ -147,6 +154,13 @@ impl OpenWhiskConfig {
         self
     }
 
+    /// Finds actions by the names `ferry deploy` gave them under `app`.
+    #[must_use]
+    pub fn app(mut self, app: impl Into<String>) -> Self {
+        self.app = Some(app.into());
+        self
+    }
+
     /// Sets the retry policy.
     #[must_use]
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
@@ -161,9 +175,13 @@ impl OpenWhiskConfig {
         self
     }
 
-    /// The action that runs the function `name` (`id`).
-    pub fn action(&self, id: &str, name: &str) -> String {
-        self.actions.replace("{name}", name).replace("{id}", id)
+    /// The action that runs the function `name` (`id`): its deployed name under
+    /// [`app`](Self::app), else the template's.
+    pub fn action(&self, id: &str, name: &str) -> Result<String> {
+        match &self.app {
+            Some(app) => crate::naming::deployed_name_here(app, id, name),
+            None => Ok(self.actions.replace("{name}", name).replace("{id}", id)),
+        }
     }
 }
 
@@ -233,7 +251,7 @@ impl OpenWhiskBackend {
                 BackendKind::OpenWhisk,
             )?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
-            let action = backend.config.action(&envelope.function, name);
+            let action = backend.config.action(&envelope.function, name)?;
             let url = format!(
                 "{}/api/v1/namespaces/{}/actions/{action}?blocking=true&result=true",
                 backend.config.api_host, backend.config.namespace
@@ -514,7 +532,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.api_host, "http://10.0.0.1");
-        assert_eq!(config.action("x::f", "f"), "app-f");
+        assert_eq!(config.action("x::f", "f").unwrap(), "app-f");
         let error = from(&[("WSK_CONFIG_FILE", "/nonexistent/wskprops")]).unwrap_err();
         assert!(error.to_string().contains("needs an API host"), "{error}");
         std::fs::remove_file(props).unwrap();
@@ -524,7 +542,7 @@ mod tests {
     fn hosts_and_action_names() {
         let config = OpenWhiskConfig::new("openwhisk.example/", "u:k").actions("app-{name}");
         assert_eq!(config.api_host, "https://openwhisk.example");
-        assert_eq!(config.action("m::add", "add"), "app-add");
+        assert_eq!(config.action("m::add", "add").unwrap(), "app-add");
         assert_eq!(
             OpenWhiskConfig::new("http://127.0.0.1:3233", "u:k").api_host,
             "http://127.0.0.1:3233"

@@ -1,0 +1,134 @@
+//! Names of deployed functions: `<app>-<function>-<config hash>`, shared by `ferry deploy`
+//! (which creates Lambda functions and OpenWhisk actions under these names) and the `lambda` and
+//! `openwhisk` backends (which find them with `FERRY_APP`).
+//!
+//! The config hash is the first 8 hex digits of the SHA-256 of exactly these four lines (each
+//! ending in `\n`), so a change of memory, timeout, concurrency or handler deploys a new function
+//! instead of silently changing the one callers use:
+//!
+//! ```text
+//! memory_mb=<memory in MiB>
+//! timeout_ms=<timeout in milliseconds>
+//! concurrency=<invocations per instance>
+//! handler=<the handler: the function's name, or its id when the name is not unique>
+//! ```
+//!
+//! ```
+//! use std::time::Duration;
+//! use ferry::FunctionConfig;
+//!
+//! let config = FunctionConfig { memory_mb: 512, timeout: Duration::from_secs(30), concurrency: 1 };
+//! let hash = ferry::naming::config_hash(&config, "count-queens");
+//! assert_eq!(hash, "5e63fd26");
+//! assert_eq!(
+//!     ferry::naming::deployed_name("nqueens", "count-queens", &hash)?,
+//!     "nqueens-count-queens-5e63fd26"
+//! );
+//! # Ok::<(), ferry::Error>(())
+//! ```
+
+use sha2::{Digest as _, Sha256};
+
+use crate::{Error, FunctionConfig, Registry, Result};
+
+/// Longest deployed name: Lambda's limit, which OpenWhisk's (256) also admits.
+pub const MAX_NAME: usize = 64;
+
+/// The 8-hex-digit config hash (see the module docs).
+pub fn config_hash(config: &FunctionConfig, handler: &str) -> String {
+    let input = format!(
+        "memory_mb={}\ntimeout_ms={}\nconcurrency={}\nhandler={handler}\n",
+        config.memory_mb,
+        config.timeout.as_millis(),
+        config.concurrency
+    );
+    Sha256::digest(input.as_bytes())[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What selects a function in its program: its `name`, or its `id` when another of `names`
+/// (every function's name, this one's included) is the same.
+pub fn handler<'a, 'n>(
+    name: &'a str,
+    id: &'a str,
+    names: impl IntoIterator<Item = &'n str>,
+) -> &'a str {
+    if names.into_iter().filter(|n| *n == name).count() > 1 {
+        id
+    } else {
+        name
+    }
+}
+
+/// The deployed name `<app>-<handler>-<hash>`: letters, digits, `-` and `_` (anything else
+/// becomes `-`), at most [`MAX_NAME`] characters (the handler part is shortened to fit).
+pub fn deployed_name(app: &str, handler: &str, hash: &str) -> Result<String> {
+    let (app, function) = (clean(app), clean(handler));
+    let fixed = app.len() + hash.len() + 2;
+    if fixed + 1 > MAX_NAME {
+        return Err(Error::config(format!(
+            "the app name `{app}` is too long for a deployed name (at most {} characters)",
+            MAX_NAME - hash.len() - 3
+        )));
+    }
+    let room = MAX_NAME - fixed;
+    let function = if function.len() > room {
+        function[..room].trim_end_matches('-')
+    } else {
+        &function
+    };
+    Ok(format!("{app}-{function}-{hash}"))
+}
+
+/// The deployed name of a function of this program under `app`, as `ferry deploy` named it.
+pub(crate) fn deployed_name_here(app: &str, id: &str, name: &str) -> Result<String> {
+    let registry = Registry::global()?;
+    let registration = registry.lookup(id).map_err(|_| {
+        Error::config(format!(
+            "`{name}` is not a function of this program, so it has no deployed name under app `{app}`"
+        ))
+    })?;
+    let descriptor = registration.descriptor();
+    let handler = handler(
+        descriptor.name,
+        descriptor.id,
+        registry.iter().map(|r| r.descriptor().name),
+    );
+    deployed_name(app, handler, &config_hash(&descriptor.config, handler))
+}
+
+fn clean(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fit_the_platforms() {
+        assert_eq!(
+            deployed_name("app", "crate::module::f", "00000000").unwrap(),
+            "app-crate--module--f-00000000"
+        );
+        let long = deployed_name("app", &"x".repeat(100), "00000000").unwrap();
+        assert_eq!(long.len(), MAX_NAME);
+        assert!(deployed_name(&"a".repeat(60), "f", "00000000").is_err());
+    }
+
+    #[test]
+    fn a_shared_name_falls_back_to_the_id() {
+        assert_eq!(handler("f", "a::f", ["f", "g"]), "f");
+        assert_eq!(handler("f", "a::f", ["f", "g", "f"]), "a::f");
+    }
+}
