@@ -10,9 +10,10 @@
 //! - `Handler` = the function's name (its id when the name is not unique): the runtime reads it
 //!   as `_HANDLER` to pick the function;
 //! - `MemorySize` = `memory_mb`; `Timeout` = the timeout rounded up to whole seconds;
-//! - `concurrency` > 1 sets `AWS_LAMBDA_MAX_CONCURRENCY` to it: ferry's runtime then runs that
-//!   many `/next` loops in one process (on Lambda Managed Instances, which hand one environment
-//!   several invocations at once);
+//! - `concurrency` is recorded as the tag `ferry:concurrency` and nowhere else: classic Lambda
+//!   gives an environment one invocation at a time, and Lambda Managed Instances set
+//!   `AWS_LAMBDA_MAX_CONCURRENCY` themselves, which ferry's runtime caps at the function's
+//!   concurrency;
 //! - `--env KEY=VALUE` variables, the `--role`, and the description `ferry function <id>`;
 //! - tags `ferry:app`, `ferry:function` (the id) and `ferry:config-hash`, by which `ferry ls`
 //!   recognises functions of the app that the program no longer has.
@@ -33,8 +34,6 @@ use crate::naming;
 
 /// The runtime of every function: the OS-only runtime for custom `bootstrap` binaries.
 pub const RUNTIME: &str = "provided.al2023";
-/// The variable that makes ferry's runtime run several invocation loops.
-pub const MAX_CONCURRENCY_VAR: &str = "AWS_LAMBDA_MAX_CONCURRENCY";
 /// Lambda's limits.
 const MEMORY_MB: std::ops::RangeInclusive<u32> = 128..=10_240;
 const MAX_TIMEOUT_S: u32 = 900;
@@ -164,20 +163,17 @@ impl Deployment {
                     "function `{handler}` has a timeout of {timeout}s; Lambda allows at most {MAX_TIMEOUT_S}s"
                 );
             }
-            let mut variables = BTreeMap::new();
-            if function.config.concurrency > 1 {
-                variables.insert(
-                    MAX_CONCURRENCY_VAR.to_owned(),
-                    function.config.concurrency.to_string(),
-                );
-            }
-            variables.extend(user_env.clone());
+            let variables = user_env.clone();
             let mut description = format!("ferry function {}", function.id);
             description.truncate(256);
             let tags = BTreeMap::from([
                 ("ferry:app".to_owned(), app.clone()),
                 ("ferry:function".to_owned(), function.id.clone()),
                 ("ferry:config-hash".to_owned(), config_hash.clone()),
+                (
+                    "ferry:concurrency".to_owned(),
+                    function.config.concurrency.to_string(),
+                ),
             ]);
             functions.push(Desired {
                 settings: FunctionSettings {
