@@ -2,10 +2,11 @@
 //! API in front of the fixture program running as Lambda `bootstrap`s), and against a loopback
 //! Invoke endpoint that throttles and fails on purpose.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use axum::extract::Path;
 use axum::http::{HeaderMap, StatusCode};
 use ferry::aws::{AwsConfig, Credentials};
 use ferry::{Codec, Context, ErrorKind, LambdaConfig, LambdaHttp, RetryPolicy};
@@ -94,16 +95,21 @@ async fn functions_run_behind_the_invoke_api() {
 }
 
 /// A loopback Invoke endpoint: answers `failures` first (status, error type), then `42`, and
-/// checks that every request is signed.
-async fn scripted_endpoint(failures: Vec<(StatusCode, &'static str)>) -> (String, Arc<AtomicU32>) {
+/// checks that every request is signed. The second value counts requests, the third names the
+/// functions invoked.
+async fn scripted_endpoint(
+    failures: Vec<(StatusCode, &'static str)>,
+) -> (String, Arc<AtomicU32>, Arc<Mutex<Vec<String>>>) {
     let seen = Arc::new(AtomicU32::new(0));
-    let counter = seen.clone();
+    let names = Arc::new(Mutex::new(Vec::new()));
+    let (counter, invoked) = (seen.clone(), names.clone());
     let failures = Arc::new(failures);
     let app = axum::Router::new().route(
         "/2015-03-31/functions/{name}/invocations",
-        axum::routing::post(move |headers: HeaderMap| {
+        axum::routing::post(move |Path(name): Path<String>, headers: HeaderMap| {
             let counter = counter.clone();
             let failures = failures.clone();
+            invoked.lock().unwrap().push(name);
             async move {
                 let authorization = headers
                     .get("authorization")
@@ -134,12 +140,12 @@ async fn scripted_endpoint(failures: Vec<(StatusCode, &'static str)>) -> (String
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (endpoint, seen)
+    (endpoint, seen, names)
 }
 
 #[tokio::test]
 async fn throttling_and_service_failures_are_retried() {
-    let (endpoint, seen) = scripted_endpoint(vec![
+    let (endpoint, seen, _) = scripted_endpoint(vec![
         (StatusCode::TOO_MANY_REQUESTS, "TooManyRequestsException"),
         (StatusCode::SERVICE_UNAVAILABLE, "ServiceException"),
     ])
@@ -172,7 +178,7 @@ async fn throttling_and_service_failures_are_retried() {
 
 #[tokio::test]
 async fn service_refusals_are_not_retried() {
-    let (endpoint, seen) = scripted_endpoint(vec![
+    let (endpoint, seen, _) = scripted_endpoint(vec![
         (StatusCode::NOT_FOUND, "ResourceNotFoundException"),
         (StatusCode::FORBIDDEN, "InvalidSignatureException"),
         (
@@ -211,4 +217,41 @@ async fn an_unreachable_endpoint_is_unavailable_after_bounded_retries() {
         "{error}"
     );
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn functions_are_found_by_template_route_or_deployed_name() {
+    let (endpoint, _, names) = scripted_endpoint(Vec::new()).await;
+    let templated =
+        Context::lambda(LambdaConfig::new(aws(&endpoint)).functions("shop-{name}")).unwrap();
+    templated.call(Add { a: 1, b: 2 }).await.unwrap();
+    let routed = Context::lambda(
+        LambdaConfig::new(aws(&endpoint))
+            .functions("shop-{name}")
+            .route("add", "adder"),
+    )
+    .unwrap();
+    routed.call(Add { a: 1, b: 2 }).await.unwrap();
+    // With an app, the name `ferry deploy --app shop` gave the function.
+    let deployed = Context::lambda(LambdaConfig::new(aws(&endpoint)).app("shop")).unwrap();
+    deployed.call(Add { a: 1, b: 2 }).await.unwrap();
+    let descriptor = <Add as ferry::Function>::DESCRIPTOR;
+    let expected = ferry::naming::deployed_name(
+        "shop",
+        "add",
+        &ferry::naming::config_hash(&descriptor.config, "add"),
+    )
+    .unwrap();
+    assert_eq!(
+        *names.lock().unwrap(),
+        ["shop-add".to_owned(), "adder".to_owned(), expected]
+    );
+    let error = deployed
+        .invoke("not_here", Codec::Json, "{}")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::Config { message } if message.contains("not a function of this program")),
+        "{error}"
+    );
 }
