@@ -117,6 +117,18 @@ pub fn env_var(name: String) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// Placed state (Dyninka's `@Placed`): a count kept by the warm instance across invocations,
+/// with the process that keeps it.
+#[ferry::function(concurrency = 8)]
+pub fn count_in_instance(ctx: &Context) -> (u32, u64) {
+    struct Visits(std::sync::atomic::AtomicU64);
+    let visits = ctx.instance(|| Visits(std::sync::atomic::AtomicU64::new(0)));
+    (
+        std::process::id(),
+        visits.0.fetch_add(1, Ordering::SeqCst) + 1,
+    )
+}
+
 /// How often this process initialised its instance state, and which process it is.
 #[ferry::function(concurrency = 64)]
 pub fn instance_state(ctx: &Context) -> (u32, u32) {
