@@ -2,7 +2,7 @@
 //! implementation of the Lambda and IAM APIs: moto's server (PyPI `moto[server]`) on loopback,
 //! started and stopped by each test.
 //!
-//! The fixture's 28 functions are created, left alone when nothing changed, updated after a
+//! Every function of the fixture is created, left alone when nothing changed, updated after a
 //! settings change (`--env`) and after a code change (a different zip), and a function whose
 //! config (so name) changed leaves its old deployment behind as `extra`.
 

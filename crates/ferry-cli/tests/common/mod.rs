@@ -94,7 +94,7 @@ impl Drop for Scratch {
     }
 }
 
-/// The fixture program (`ferry-tests`' `ferry-fixture`, 28 functions with varied settings)
+/// The fixture program (`ferry-tests`' `ferry-fixture`, functions with varied settings)
 /// built by `ferry build` for `platforms`, once per test binary, into a directory of cargo's
 /// target dir for tests (rewritten by every run). The dev profile with `--strip` keeps the
 /// build and the packages small; the build is static, as by default.
