@@ -30,6 +30,16 @@ if ! command -v skopeo >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq skopeo >/dev/null
 fi
 
+# `ferry::state`'s tests start their own redis-server on loopback (a Debian package); nothing
+# needs to be running.
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "== installing redis-server"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+fi
+
 # `ferry deploy --platform lambda`'s tests run against moto's server, a real implementation of
 # the Lambda and IAM APIs (PyPI `moto[server]`), started by the tests themselves on loopback.
 python="$(python3 -c 'import sys; print(sys.executable)')"

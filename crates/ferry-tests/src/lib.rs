@@ -259,3 +259,27 @@ pub async fn wait_50ms() {
 pub fn repeat_text(len: usize) -> String {
     "x".repeat(len)
 }
+
+/// Adds 1 to the counter `hits` of `namespace` in the Redis of `FERRY_REDIS_URL`, `n` times;
+/// returns the count after its last addition.
+#[ferry::function(concurrency = 4)]
+pub async fn count_hits(ctx: Context, namespace: String, n: u32) -> ferry::Result<i64> {
+    let hits = ferry::state::Store::for_process(&ctx)?
+        .namespace(&namespace)
+        .counter("hits");
+    let mut count = 0;
+    for _ in 0..n {
+        count = hits.add(1).await?;
+    }
+    Ok(count)
+}
+
+/// Offers `value` to the min register `best` of `namespace`; `true` when it became the best.
+#[ferry::function(concurrency = 4)]
+pub async fn offer_bound(ctx: Context, namespace: String, value: i64) -> ferry::Result<bool> {
+    ferry::state::Store::for_process(&ctx)?
+        .namespace(&namespace)
+        .min_register::<i64>("best")
+        .offer(value)
+        .await
+}

@@ -44,6 +44,7 @@ mod progress;
 mod registry;
 mod run;
 mod serve;
+pub mod state;
 pub mod summary;
 pub mod web;
 pub mod wire;
