@@ -3,6 +3,7 @@
 //! `ferry-fixture` is the program that serves them; the tests in `tests/` are its hosts.
 
 pub mod controller;
+pub mod redis_server;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

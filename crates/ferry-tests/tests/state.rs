@@ -6,74 +6,30 @@ mod common;
 
 use std::collections::HashSet;
 use std::future::IntoFuture;
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use ferry::state::{REDIS_URL_VAR, Store};
 use ferry::{Context, ErrorKind, HttpConfig, LocalConfig};
+use ferry_tests::redis_server::{RedisServer, free_port};
 use ferry_tests::{CountHits, OfferBound};
 use serde::{Deserialize, Serialize};
 
-/// A `redis-server` on a free loopback port that keeps nothing on disk, killed when dropped.
-struct Redis {
-    child: Child,
-    port: u16,
-}
+/// A `redis-server` for one test, with a client store on it.
+struct Redis(RedisServer);
 
 impl Redis {
     fn start() -> Self {
-        // The port is free when chosen; another process may take it before redis binds it,
-        // so a server that exits at once is started again on another port.
-        for _ in 0..5 {
-            let port = free_port();
-            let mut child = Command::new("redis-server")
-                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--save", "", "--appendonly", "no"])
-                .args(["--dir", env!("CARGO_TARGET_TMPDIR")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server is installed (`apt-get install redis-server`; scripts/test.sh does it)");
-            let started = Instant::now();
-            loop {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Self { child, port };
-                }
-                if child.try_wait().expect("redis-server's status").is_some() {
-                    break;
-                }
-                assert!(
-                    started.elapsed() < Duration::from_secs(30),
-                    "redis-server never listened"
-                );
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-        panic!("redis-server did not start on any of 5 free ports");
+        Self(RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR"))))
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        self.0.url()
     }
 
     async fn store(&self) -> Store {
         Store::connect(&self.url()).await.expect("connect to redis")
     }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
 }
 
 /// A local platform of at most 2 fixture workers whose `FERRY_REDIS_URL` is `url`.
