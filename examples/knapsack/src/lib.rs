@@ -1,0 +1,205 @@
+//! 0/1 knapsack by branch and bound, split into tasks: each task fixes the first `depth`
+//! decisions (take or leave the `depth` densest items) and searches the rest depth-first,
+//! pruning a branch when its fractional upper bound cannot beat the best value known.
+//!
+//! What the "best value known" is makes the difference this example measures:
+//!
+//! - alone, a task knows only what it found itself;
+//! - with a shared bound, every task offers what it finds to a Redis `MaxRegister`
+//!   ([`ferry::state`]) and reads the others' finds every [`SYNC_EVERY`] nodes, so a good
+//!   solution found anywhere prunes everywhere.
+//!
+//! The instance is generated from a seed in every process (strongly correlated weights and
+//! values, the hard kind), so a task's arguments are a few numbers.
+
+use ferry::Context;
+use ferry::state::Store;
+use serde::{Deserialize, Serialize};
+
+/// Nodes a task explores between two looks at the shared bound.
+pub const SYNC_EVERY: u64 = 2_048;
+
+/// An item, as sorted for the search: densest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    pub weight: u64,
+    pub value: u64,
+}
+
+/// A knapsack instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// Items by decreasing value density.
+    pub items: Vec<Item>,
+    pub capacity: u64,
+}
+
+impl Instance {
+    /// `n` items from `seed`: weights in 100..=1100, each value its weight plus 100 (strongly
+    /// correlated), capacity half the total weight.
+    pub fn generate(n: usize, seed: u64) -> Self {
+        let mut state = seed;
+        let mut next = || {
+            // splitmix64
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let mut items: Vec<Item> = (0..n)
+            .map(|_| {
+                let weight = 100 + next() % 1_001;
+                Item {
+                    weight,
+                    value: weight + 100,
+                }
+            })
+            .collect();
+        // Densest first: value/weight, compared without floats.
+        items.sort_by(|a, b| (b.value * a.weight).cmp(&(a.value * b.weight)));
+        let capacity = items.iter().map(|i| i.weight).sum::<u64>() / 2;
+        Self { items, capacity }
+    }
+
+    /// The optimum by dynamic programming over capacities, to check the search against.
+    pub fn optimum(&self) -> u64 {
+        let mut best = vec![0u64; self.capacity as usize + 1];
+        for item in &self.items {
+            for room in (item.weight as usize..=self.capacity as usize).rev() {
+                best[room] = best[room].max(best[room - item.weight as usize] + item.value);
+            }
+        }
+        best[self.capacity as usize]
+    }
+
+    /// The fractional (LP) bound of taking items `from..` into `room` on top of `value`.
+    fn upper_bound(&self, from: usize, room: u64, value: u64) -> u64 {
+        let (mut room, mut bound) = (room, value);
+        for item in &self.items[from..] {
+            if item.weight <= room {
+                room -= item.weight;
+                bound += item.value;
+            } else {
+                return bound + item.value * room / item.weight;
+            }
+        }
+        bound
+    }
+}
+
+/// What one task found and how much it searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Explored {
+    /// The best value in its subtree (0 if none beat what it knew).
+    pub best: u64,
+    /// Search nodes it expanded.
+    pub nodes: u64,
+}
+
+/// Where a search learns of better solutions found elsewhere.
+pub trait Incumbent {
+    /// The best value known anywhere, at least `local`.
+    fn refresh(
+        &mut self,
+        local: u64,
+    ) -> impl std::future::Future<Output = ferry::Result<u64>> + Send;
+}
+
+/// A task that knows only its own finds.
+#[derive(Debug)]
+pub struct Alone;
+
+impl Incumbent for Alone {
+    async fn refresh(&mut self, local: u64) -> ferry::Result<u64> {
+        Ok(local)
+    }
+}
+
+/// A task that shares its finds through a Redis `MaxRegister`.
+#[derive(Debug)]
+pub struct SharedBound(pub ferry::state::MaxRegister<i64>);
+
+impl Incumbent for SharedBound {
+    async fn refresh(&mut self, local: u64) -> ferry::Result<u64> {
+        let local_i64 = i64::try_from(local).unwrap_or(i64::MAX);
+        self.0.offer(local_i64).await?;
+        let shared = self.0.get().await?.unwrap_or(0);
+        Ok(local.max(u64::try_from(shared).unwrap_or(0)))
+    }
+}
+
+/// Searches the subtree whose first `depth` decisions are the bits of `prefix` (bit `i` set:
+/// item `i` taken).
+pub async fn search(
+    instance: &Instance,
+    prefix: u64,
+    depth: usize,
+    incumbent: &mut impl Incumbent,
+) -> ferry::Result<Explored> {
+    let (mut weight, mut value) = (0u64, 0u64);
+    for (i, item) in instance.items.iter().take(depth).enumerate() {
+        if prefix >> i & 1 == 1 {
+            weight += item.weight;
+            value += item.value;
+        }
+    }
+    let mut explored = Explored { best: 0, nodes: 0 };
+    if weight > instance.capacity {
+        return Ok(explored);
+    }
+    let mut known = incumbent.refresh(0).await?;
+    // Depth-first over (next item, weight, value); "take" is pushed last so it is tried first.
+    let mut stack = vec![(depth, weight, value)];
+    while let Some((next, weight, value)) = stack.pop() {
+        explored.nodes += 1;
+        if explored.nodes % SYNC_EVERY == 0 {
+            known = incumbent.refresh(explored.best.max(known)).await?;
+        }
+        if value > explored.best {
+            explored.best = value;
+            known = known.max(value);
+        }
+        if next == instance.items.len()
+            || instance.upper_bound(next, instance.capacity - weight, value) <= known
+        {
+            continue;
+        }
+        let item = instance.items[next];
+        stack.push((next + 1, weight, value));
+        if weight + item.weight <= instance.capacity {
+            stack.push((next + 1, weight + item.weight, value + item.value));
+        }
+    }
+    incumbent.refresh(explored.best.max(known)).await?;
+    Ok(explored)
+}
+
+/// One task of the split search. `shared`: the Redis namespace of a run's shared bound
+/// (`FERRY_REDIS_URL` locates Redis), or `None` to search alone.
+#[ferry::function(timeout = "600s", concurrency = 1)]
+pub async fn explore(
+    ctx: Context,
+    items: u32,
+    seed: u64,
+    prefix: u64,
+    depth: u32,
+    shared: Option<String>,
+) -> ferry::Result<Explored> {
+    let instance = Instance::generate(items as usize, seed);
+    match shared {
+        None => search(&instance, prefix, depth as usize, &mut Alone).await,
+        Some(namespace) => {
+            let register = Store::for_process(&ctx)?
+                .namespace(&namespace)
+                .max_register::<i64>("best");
+            search(
+                &instance,
+                prefix,
+                depth as usize,
+                &mut SharedBound(register),
+            )
+            .await
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Branch and bound over ferry invocations, with and without a shared best bound.
+//!
+//! ```text
+//! cargo run --release -p knapsack -- --items 44 --tasks 64                 # alone only
+//! FERRY_REDIS_URL=redis://127.0.0.1:6379 cargo run --release -p knapsack -- --items 44 --tasks 64 --shared
+//! ```
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, ensure};
+use clap::Parser;
+use ferry::{BackendKind, Context};
+use knapsack::{Alone, Explore, Explored, Instance, search};
+
+#[derive(Debug, Parser)]
+#[command(about = "0/1 knapsack by branch and bound over ferry invocations")]
+struct Args {
+    /// Where the invocations run.
+    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
+    backend: BackendKind,
+    /// Items in the instance.
+    #[arg(long, default_value_t = 44, value_parser = clap::value_parser!(u32).range(1..=63))]
+    items: u32,
+    /// Seed of the instance.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Tasks: a power of two, each fixing the first log2(tasks) decisions.
+    #[arg(long, default_value_t = 64)]
+    tasks: u64,
+    /// Also run with the best bound shared in Redis (`FERRY_REDIS_URL`).
+    #[arg(long)]
+    shared: bool,
+    /// Print a JSON summary as the last line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One distributed run's totals.
+#[derive(Debug, serde::Serialize)]
+struct Run {
+    mode: &'static str,
+    best: u64,
+    nodes: u64,
+    seconds: f64,
+}
+
+#[ferry::main]
+async fn main(ctx: Context) -> anyhow::Result<()> {
+    let args = Args::parse();
+    ensure!(
+        args.tasks.is_power_of_two() && args.tasks.trailing_zeros() < args.items,
+        "--tasks must be a power of two below 2^items"
+    );
+    let ctx = if args.backend == ctx.backend_kind() {
+        ctx
+    } else {
+        Context::new(args.backend)?
+    };
+    let depth = args.tasks.trailing_zeros();
+    let instance = Instance::generate(args.items as usize, args.seed);
+    let optimum = instance.optimum();
+    println!(
+        "{} items, capacity {}, optimum {optimum} (dynamic programming)",
+        args.items, instance.capacity
+    );
+
+    let started = Instant::now();
+    let sequential = search(&instance, 0, 0, &mut Alone).await?;
+    let sequential_seconds = started.elapsed().as_secs_f64();
+    ensure!(
+        sequential.best == optimum,
+        "the sequential search missed the optimum"
+    );
+    println!(
+        "sequential: best {}, {} nodes, {sequential_seconds:.3} s",
+        sequential.best, sequential.nodes
+    );
+
+    let mut runs = vec![distributed(&ctx, &args, depth, None).await?];
+    if args.shared {
+        let namespace = format!(
+            "knapsack-{}-{}",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        );
+        runs.push(distributed(&ctx, &args, depth, Some(namespace)).await?);
+    }
+    for run in &runs {
+        ensure!(
+            run.best == optimum,
+            "{} found {} instead of {optimum}",
+            run.mode,
+            run.best
+        );
+        println!(
+            "{} ({} tasks on {}): best {}, {} nodes ({:.2}x the sequential search's), {:.3} s, speedup {:.2}x",
+            run.mode,
+            args.tasks,
+            args.backend,
+            run.best,
+            run.nodes,
+            run.nodes as f64 / sequential.nodes as f64,
+            run.seconds,
+            sequential_seconds / run.seconds
+        );
+    }
+    if let [alone, shared] = &runs[..] {
+        println!(
+            "the shared bound explores {:.2}x fewer nodes",
+            alone.nodes as f64 / shared.nodes as f64
+        );
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "optimum": optimum,
+                "sequential": { "nodes": sequential.nodes, "seconds": sequential_seconds },
+                "runs": runs,
+            })
+        );
+    }
+    ctx.shutdown().await;
+    Ok(())
+}
+
+async fn distributed(
+    ctx: &Context,
+    args: &Args,
+    depth: u32,
+    shared: Option<String>,
+) -> anyhow::Result<Run> {
+    let mode = if shared.is_some() {
+        "shared bound"
+    } else {
+        "alone"
+    };
+    let started = Instant::now();
+    let results: Vec<Explored> = ctx
+        .map((0..args.tasks).map(|prefix| Explore {
+            items: args.items,
+            seed: args.seed,
+            prefix,
+            depth,
+            shared: shared.clone(),
+        }))
+        .concurrency(args.tasks as usize)
+        .await
+        .with_context(|| format!("the {mode} run failed"))?;
+    Ok(Run {
+        mode,
+        best: results.iter().map(|r| r.best).max().unwrap_or(0),
+        nodes: results.iter().map(|r| r.nodes).sum(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
