@@ -265,11 +265,7 @@ impl Controller {
     }
 
     fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
-        let (user, key) = self
-            .config
-            .auth
-            .split_once(':')
-            .unwrap_or((&self.config.auth, ""));
+        let (user, key) = self.config.credentials();
         self.http.request(method, url).basic_auth(user, Some(key))
     }
 

@@ -175,6 +175,11 @@ impl OpenWhiskConfig {
         self
     }
 
+    /// The user and key of [`auth`](Self::auth), for basic auth.
+    pub fn credentials(&self) -> (&str, &str) {
+        self.auth.split_once(':').unwrap_or((&self.auth, ""))
+    }
+
     /// The action that runs the function `name` (`id`): its deployed name under
     /// [`app`](Self::app), else the template's.
     pub fn action(&self, id: &str, name: &str) -> Result<String> {
@@ -354,11 +359,7 @@ impl OpenWhiskBackend {
     }
 
     fn request(&self, method: reqwest::Method, url: &str) -> reqwest::RequestBuilder {
-        let (user, key) = self
-            .config
-            .auth
-            .split_once(':')
-            .unwrap_or((&self.config.auth, ""));
+        let (user, key) = self.config.credentials();
         self.client
             .request(method, url)
             .basic_auth(user, Some(key))

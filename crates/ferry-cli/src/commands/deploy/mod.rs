@@ -9,9 +9,11 @@ use anyhow::bail;
 use crate::artifacts::Platform;
 use crate::program::ProgramArgs;
 
+/// The flags of `ferry deploy`, which `ferry ls` shares: `ls` answers what `deploy` with the
+/// same flags would change.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The platform to deploy to.
+    /// The platform the functions are deployed on.
     #[arg(long, value_enum)]
     pub platform: Platform,
     #[command(flatten)]

@@ -6,19 +6,8 @@ mod openwhisk;
 
 use anyhow::bail;
 
+pub use super::deploy::Args;
 use crate::artifacts::Platform;
-use crate::program::ProgramArgs;
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The platform to look at.
-    #[arg(long, value_enum)]
-    pub platform: Platform,
-    #[command(flatten)]
-    pub program: ProgramArgs,
-    #[command(flatten, next_help_heading = "Deployment")]
-    pub lambda: crate::lambda::LambdaArgs,
-}
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match args.platform {
