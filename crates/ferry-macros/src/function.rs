@@ -98,6 +98,25 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         }
     };
 
+    // A function of one parameter can be a flow stage: its output may feed it.
+    let value_params: Vec<&Param> = params.iter().filter(|p| !p.is_context).collect();
+    let stage_impl = match value_params.as_slice() {
+        [only] => {
+            let ident = &only.ident;
+            let ty = &only.ty;
+            quote! {
+                impl ::ferry::Stage for #invocation {
+                    type Input = #ty;
+
+                    fn from_input(input: #ty) -> Self {
+                        Self { #ident: input }
+                    }
+                }
+            }
+        }
+        _ => quote!(),
+    };
+
     let body = if function.sig.asyncness.is_some() {
         quote! {
             ::ferry::__private::run_async(async move {
@@ -179,6 +198,8 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     #body
                 }
             }
+
+            #stage_impl
 
             ::ferry::__private::inventory::submit! {
                 ::ferry::__private::Registration::of::<#invocation>()

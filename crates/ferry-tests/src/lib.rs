@@ -284,3 +284,34 @@ pub async fn offer_bound(ctx: Context, namespace: String, value: i64) -> ferry::
         .offer(value)
         .await
 }
+
+/// Flow stage: a decimal number, or `None` (which ends the flow) for anything else.
+#[ferry::function(concurrency = 64)]
+pub fn parse_number(text: String) -> Option<i64> {
+    text.trim().parse().ok()
+}
+
+/// Flow stage: twice the number.
+#[ferry::function(concurrency = 64)]
+pub fn double(n: i64) -> i64 {
+    2 * n
+}
+
+/// Flow stage: fails above 1,000.
+#[ferry::function(concurrency = 64)]
+pub fn at_most_thousand(n: i64) -> Result<i64, String> {
+    if n > 1000 {
+        Err(format!("{n} is above 1000"))
+    } else {
+        Ok(n)
+    }
+}
+
+/// Flow stage with a context parameter, which is not part of its input.
+#[ferry::function(concurrency = 64)]
+pub fn describe(ctx: &Context, n: i64) -> String {
+    match ctx.invocation() {
+        Some(_) => format!("n={n}"),
+        None => format!("n={n}, outside an invocation"),
+    }
+}

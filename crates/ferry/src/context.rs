@@ -269,7 +269,11 @@ impl Context {
         self.inner.backend.shutdown().await;
     }
 
-    fn envelope(&self, function: &str, id: InvocationId, codec: Codec) -> Envelope {
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
+    pub(crate) fn envelope(&self, function: &str, id: InvocationId, codec: Codec) -> Envelope {
         let mut envelope = Envelope::new(function, codec);
         envelope.invocation = id;
         if let Some(invocation) = self.invocation() {

@@ -21,6 +21,9 @@ pub struct Error {
     function: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     invocation: Option<InvocationId>,
+    /// Position of the failing function in a flow, counted from 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stage: Option<u32>,
 }
 
 /// What went wrong. Matches are expected to have a wildcard arm: kinds are added over time.
@@ -139,6 +142,7 @@ impl Error {
             kind,
             function: None,
             invocation: None,
+            stage: None,
         }
     }
 
@@ -150,6 +154,21 @@ impl Error {
     /// The id of the function the error concerns, when known.
     pub fn function(&self) -> Option<&str> {
         self.function.as_deref()
+    }
+
+    /// When the error ended a [`Flow`](crate::Flow): the failing stage's position, from 0 (its
+    /// function is [`function`](Self::function)).
+    pub fn flow_stage(&self) -> Option<u32> {
+        self.stage
+    }
+
+    /// Names the flow stage, unless a deeper layer already did.
+    #[must_use]
+    pub(crate) fn at_stage(mut self, stage: u32) -> Self {
+        if self.stage.is_none() {
+            self.stage = Some(stage);
+        }
+        self
     }
 
     /// The invocation the error concerns, when known.
@@ -224,6 +243,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(stage) = self.stage {
+            write!(f, "flow stage {stage}: ")?;
+        }
         match (&self.function, &self.invocation) {
             (Some(function), Some(invocation)) => {
                 write!(

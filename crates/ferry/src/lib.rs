@@ -36,6 +36,7 @@ mod backend;
 pub mod codec;
 mod context;
 mod error;
+pub mod flow;
 mod function;
 pub mod graph;
 pub mod manifest;
@@ -60,6 +61,7 @@ pub use backend::{
 pub use codec::Codec;
 pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};
 pub use error::{Error, ErrorKind, ExitReason, Result};
+pub use flow::{Flow, FlowMode, Stage};
 pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor};
 pub use graph::{Graph, Node};
 pub use manifest::Manifest;

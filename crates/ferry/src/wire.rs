@@ -32,9 +32,10 @@ pub struct Envelope {
     /// The invocation that made this one, when a function invoked a function.
     #[serde(default)]
     pub parent: Option<InvocationId>,
-    /// Remaining stages of a chained flow, for transports that route point to point.
+    /// Set when this invocation is a stage of a chained [`Flow`](crate::Flow): which stage it is
+    /// and the stages still to run after it, which its worker invokes itself.
     #[serde(default)]
-    pub route: Vec<String>,
+    pub flow: Option<FlowRoute>,
     /// What the platform said about this invocation (OpenWhisk's `__OW_*` values, say).
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
@@ -51,7 +52,7 @@ impl Envelope {
             reply_codec: None,
             trace: None,
             parent: None,
-            route: Vec::new(),
+            flow: None,
             metadata: BTreeMap::new(),
         }
     }
@@ -61,6 +62,25 @@ impl Envelope {
         let deadline = self.deadline_ms?;
         Some(Duration::from_millis(deadline.saturating_sub(unix_ms())))
     }
+}
+
+/// Where a chained flow stands: carried by each stage's invocation, point to point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowRoute {
+    /// Position of this invocation's function in the flow (0 for the first stage).
+    pub stage: u32,
+    /// The stages after this one, in order.
+    pub next: Vec<RouteStep>,
+}
+
+/// One stage still to run in a chained flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteStep {
+    /// Id of the stage's function.
+    pub function: String,
+    /// Whether the previous stage returns an `Option` whose `None` ends the flow.
+    #[serde(default)]
+    pub unwrap: bool,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -172,7 +192,13 @@ mod tests {
     #[test]
     fn envelope_round_trips() {
         let mut envelope = Envelope::new("app::f", Codec::Json);
-        envelope.route = vec!["app::g".into()];
+        envelope.flow = Some(FlowRoute {
+            stage: 0,
+            next: vec![RouteStep {
+                function: "app::g".into(),
+                unwrap: true,
+            }],
+        });
         envelope.deadline_ms = Some(unix_ms() + 5_000);
         for codec in [Codec::Json, Codec::Binary] {
             let bytes = codec.encode(&envelope).unwrap();

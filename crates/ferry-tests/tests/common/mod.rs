@@ -169,7 +169,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(program: &str, role: Option<&str>) -> Self {
+        Self::start_with(program, role, &[])
+    }
+
+    /// As [`start`](Self::start), with extra environment variables.
+    pub fn start_with(program: &str, role: Option<&str>, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(program);
+        command.envs(env.iter().copied());
         command
             .env("FERRY_LISTEN", "127.0.0.1:0")
             .env_remove("AWS_LAMBDA_RUNTIME_API")

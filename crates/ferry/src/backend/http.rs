@@ -197,6 +197,11 @@ impl HttpBackend {
         if let Some(trace) = &envelope.trace {
             request = request.header("traceparent", trace);
         }
+        if let Some(route) = &envelope.flow {
+            let route = serde_json::to_string(route)
+                .map_err(|e| Error::protocol(format!("cannot encode the flow route: {e}")))?;
+            request = request.header(crate::serve::http::FLOW_HEADER, route);
+        }
         let response = request
             .send()
             .await

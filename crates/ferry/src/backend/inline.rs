@@ -56,6 +56,8 @@ pub(crate) fn invoke(
         let registration = Registry::global()?.lookup(&envelope.function)?;
         let (result, _) =
             super::execute(&ctx, registration, &envelope, payload, Placement::Spawned).await;
-        result.map(Bytes::from)
+        crate::flow::forward(&ctx, &envelope, result)
+            .await
+            .map(Bytes::from)
     })
 }

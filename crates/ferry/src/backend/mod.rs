@@ -168,6 +168,20 @@ impl Backend {
         }
     }
 
+    /// The output inside a platform's wrapping, when there may be one: OpenWhisk answers a
+    /// result that is not a JSON object as `{"result": …}`.
+    pub(crate) fn unwrapped_output(&self, output: &[u8]) -> Option<Vec<u8>> {
+        let Self::OpenWhisk(_) = self else {
+            return None;
+        };
+        match serde_json::from_slice::<serde_json::Value>(output) {
+            Ok(serde_json::Value::Object(mut object)) if object.len() == 1 => {
+                serde_json::to_vec(&object.remove("result")?).ok()
+            }
+            _ => None,
+        }
+    }
+
     pub(crate) fn stats(&self) -> BackendStats {
         match self {
             Self::Inline => BackendStats {

@@ -8,15 +8,24 @@ use serde::de::DeserializeOwned;
 use crate::{Error, Result};
 
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    let binary = super::binary::encode(value)?;
+    Ok(wrap(&super::binary::encode(value)?))
+}
+
+/// Binary bytes as a base64 JSON string.
+pub fn wrap(binary: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(STANDARD.encoded_length(binary.len()) + 2);
     out.push(b'"');
-    STANDARD.encode_append(&binary, &mut out);
+    STANDARD.encode_append(binary, &mut out);
     out.push(b'"');
-    Ok(out)
+    out
 }
 
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    super::binary::decode(&unwrap(bytes)?)
+}
+
+/// The binary bytes inside a base64 JSON string.
+pub fn unwrap(bytes: &[u8]) -> Result<Vec<u8>> {
     let trimmed = bytes.trim_ascii();
     let binary = match trimmed {
         [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => STANDARD.decode_to_vec(inner),
@@ -29,5 +38,5 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
         }
     }
     .map_err(|e| Error::bad_input(".", format!("invalid base64: {e}")))?;
-    super::binary::decode(&binary)
+    Ok(binary)
 }

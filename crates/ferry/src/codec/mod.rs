@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Result;
 
+pub(crate) use self::base64::{unwrap as base64_unwrap, wrap as base64_wrap};
+
 /// A wire encoding for arguments and results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -50,6 +52,36 @@ impl Codec {
             return json::decode(b"{}");
         }
         self.decode(bytes)
+    }
+
+    /// Encodes variant `index` (named `name`) of an externally tagged enum whose one field is
+    /// already encoded as `field`, without decoding it: how a worker wraps an output it cannot
+    /// name the type of.
+    pub(crate) fn wrap_variant(self, index: u32, name: &str, field: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            Self::Json => {
+                let mut out = Vec::with_capacity(field.len() + name.len() + 5);
+                out.extend_from_slice(b"{\"");
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+                out.extend_from_slice(field);
+                out.push(b'}');
+                Ok(out)
+            }
+            // bincode writes a variant as its index (a fixed-width u32) followed by its field.
+            Self::Binary => {
+                let mut out = Vec::with_capacity(field.len() + 4);
+                out.extend_from_slice(&index.to_le_bytes());
+                out.extend_from_slice(field);
+                Ok(out)
+            }
+            Self::BinaryInJson => {
+                let binary = base64_unwrap(field)?;
+                Ok(base64_wrap(
+                    &Self::Binary.wrap_variant(index, name, &binary)?,
+                ))
+            }
+        }
     }
 
     /// The media type of this encoding.

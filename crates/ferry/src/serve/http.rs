@@ -31,6 +31,9 @@ use crate::backend::Placement;
 use crate::wire::Envelope;
 use crate::{Codec, Context, Error, ErrorKind, Registry};
 
+/// Carries a chained flow's route ([`crate::wire::FlowRoute`] as JSON) to a stage.
+pub(crate) const FLOW_HEADER: &str = "x-ferry-flow";
+
 /// Lambda's synchronous payload limit, a sensible default for any function endpoint.
 const DEFAULT_MAX_BODY: usize = 6 << 20;
 
@@ -82,7 +85,7 @@ async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::R
     super::announce(&listener)?;
     let service = Arc::new(Service {
         registry,
-        ctx: Context::inline(),
+        ctx: nested_context()?,
         token: settings.token,
         max_body: settings.max_body,
         draining: AtomicBool::new(false),
@@ -102,6 +105,18 @@ async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::R
             tracing::info!("draining: no new connections, finishing in-flight invocations");
         })
         .await
+}
+
+/// Where the functions of this service invoke functions: other services when `FERRY_BACKEND` says
+/// `http` (with `FERRY_HTTP_URL` or `FERRY_HTTP_URL_TEMPLATE`, as for any host), else this
+/// service itself.
+fn nested_context() -> std::io::Result<Context> {
+    match crate::BackendKind::from_env() {
+        Ok(crate::BackendKind::Http) => crate::backend::HttpConfig::from_env()
+            .and_then(Context::http)
+            .map_err(|e| std::io::Error::other(e.to_string())),
+        _ => Ok(Context::inline()),
+    }
 }
 
 fn router(service: Arc<Service>) -> Router {
@@ -173,12 +188,24 @@ async fn invoke(
         .iter()
         .find_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
         .map(str::to_owned);
-    let _slot = match service.slots.get(descriptor.id) {
+    if let Some(route) = headers.get(FLOW_HEADER) {
+        match serde_json::from_slice(route.as_bytes()) {
+            Ok(route) => envelope.flow = Some(route),
+            Err(e) => {
+                let error = Error::config(format!("invalid `{FLOW_HEADER}` header: {e}"))
+                    .in_function(descriptor.id);
+                return failure(StatusCode::BAD_REQUEST, &error);
+            }
+        }
+    }
+    let slot = match service.slots.get(descriptor.id) {
         Some(slots) => slots.acquire().await.ok(),
         None => None,
     };
     let (result, _) =
         crate::backend::execute(&service.ctx, registration, &envelope, body, Placement::Here).await;
+    drop(slot);
+    let result = crate::flow::forward(&service.ctx, &envelope, result).await;
     match result {
         Ok(output) => {
             let mut response = (StatusCode::OK, output).into_response();

@@ -152,8 +152,11 @@ async fn run_one(
     };
     // The platform may send work ahead (prefetch): it waits here for one of the function's slots,
     // and its timeout starts when it runs.
-    let _slot = slots.acquire(registration.descriptor()).await;
-    crate::backend::execute(ctx, registration, envelope, payload, Placement::Here).await
+    let slot = slots.acquire(registration.descriptor()).await;
+    let (result, overrun) =
+        crate::backend::execute(ctx, registration, envelope, payload, Placement::Here).await;
+    drop(slot);
+    (crate::flow::forward(ctx, envelope, result).await, overrun)
 }
 
 /// Per-function concurrency of this worker: each function's `concurrency` runs at once.
