@@ -22,6 +22,10 @@ pub struct HttpConfig {
     /// placeholders, e.g. `https://{name}.apps.example/functions/{name}` for one Knative
     /// service per function.
     pub url_template: Option<String>,
+    /// Functions at URLs of their own (function name or id → URL), ahead of the template and
+    /// the base URL: one service per function, each on its own port or host
+    /// (`FERRY_HTTP_ROUTES`: `name=url,name=url`).
+    pub routes: std::collections::BTreeMap<String, String>,
     /// Sent as `Authorization: Bearer …` (`FERRY_AUTH_TOKEN`).
     pub token: Option<String>,
     /// Speak HTTP/2 without TLS (h2c, prior knowledge) instead of HTTP/1.1 (`FERRY_HTTP_H2C=1`).
@@ -42,6 +46,7 @@ impl HttpConfig {
         Self {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             url_template: None,
+            routes: std::collections::BTreeMap::new(),
             token: None,
             h2c: false,
             request_timeout: Duration::from_secs(900),
@@ -59,13 +64,18 @@ impl HttpConfig {
         let base = std::env::var("FERRY_HTTP_URL")
             .ok()
             .filter(|b| !b.is_empty());
-        if base.is_none() && template.is_none() {
+        let routes = match std::env::var("FERRY_HTTP_ROUTES") {
+            Ok(text) => parse_routes(&text)?,
+            Err(_) => std::collections::BTreeMap::new(),
+        };
+        if base.is_none() && template.is_none() && routes.is_empty() {
             return Err(Error::config(
-                "the http backend needs FERRY_HTTP_URL (e.g. http://127.0.0.1:8080) or FERRY_HTTP_URL_TEMPLATE",
+                "the http backend needs FERRY_HTTP_URL (e.g. http://127.0.0.1:8080), FERRY_HTTP_URL_TEMPLATE or FERRY_HTTP_ROUTES",
             ));
         }
         let mut config = Self::new(base.unwrap_or_default());
         config.url_template = template;
+        config.routes = routes;
         config.token = std::env::var("FERRY_AUTH_TOKEN")
             .ok()
             .filter(|t| !t.is_empty());
@@ -83,6 +93,14 @@ impl HttpConfig {
                 })?;
         }
         Ok(config)
+    }
+
+    /// Serves the function `name` (or id) from `url`, the full URL of its route
+    /// (`http://host:port/functions/name`).
+    #[must_use]
+    pub fn route(mut self, name: impl Into<String>, url: impl Into<String>) -> Self {
+        self.routes.insert(name.into(), url.into());
+        self
     }
 
     /// Sets the bearer token.
@@ -114,11 +132,30 @@ impl HttpConfig {
     }
 
     fn url(&self, id: &str, name: &str) -> String {
+        if let Some(url) = self.routes.get(name).or_else(|| self.routes.get(id)) {
+            return url.clone();
+        }
         match &self.url_template {
             Some(template) => template.replace("{name}", name).replace("{id}", id),
             None => format!("{}/functions/{name}", self.base_url),
         }
     }
+}
+
+/// `name=url,name=url`, as `FERRY_HTTP_ROUTES` gives them.
+fn parse_routes(text: &str) -> Result<std::collections::BTreeMap<String, String>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| match entry.split_once('=') {
+            Some((name, url)) if !name.trim().is_empty() && !url.trim().is_empty() => {
+                Ok((name.trim().to_owned(), url.trim().to_owned()))
+            }
+            _ => Err(Error::config(format!(
+                "`FERRY_HTTP_ROUTES` entries are `name=url`, not `{entry}`"
+            ))),
+        })
+        .collect()
 }
 
 pub(crate) struct HttpBackend {
@@ -231,5 +268,28 @@ impl HttpBackend {
                 message: format!("{url} answered {status}: {}", text.trim()),
             },
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_come_before_the_template_and_the_base() {
+        let routes =
+            parse_routes(" read=http://a:1/functions/read, value = http://b:2/f ,").unwrap();
+        let mut config = HttpConfig::new("http://base:8080/");
+        config.routes = routes;
+        config = config.route("app::only-by-id", "http://c:3/x");
+        assert_eq!(config.url("app::read", "read"), "http://a:1/functions/read");
+        assert_eq!(config.url("app::value", "value"), "http://b:2/f");
+        assert_eq!(config.url("app::only-by-id", "only-by-id"), "http://c:3/x");
+        assert_eq!(
+            config.url("app::other", "other"),
+            "http://base:8080/functions/other"
+        );
+        let error = parse_routes("read").unwrap_err().to_string();
+        assert!(error.contains("`name=url`"), "{error}");
     }
 }
