@@ -13,7 +13,7 @@ use ferry::{Codec, Context, ErrorKind, LambdaConfig, LambdaHttp, RetryPolicy};
 use ferry_tests::*;
 
 mod common;
-use common::{Emulator, bounded};
+use common::{Emulator, both_modes_agree, bounded, numbers};
 
 const PROGRAM: &str = env!("CARGO_BIN_EXE_ferry-fixture");
 
@@ -92,6 +92,47 @@ async fn functions_run_behind_the_invoke_api() {
         "{error}"
     );
     assert_eq!(ctx.stats().invocations, 47);
+}
+
+/// Each stage is a Lambda function of its own whose runtime invokes the next stage through the
+/// Invoke API (`FERRY_BACKEND=lambda` with routes): function to function, point to point.
+#[tokio::test]
+async fn flows_chain_function_to_function() {
+    let emulator = Emulator::start();
+    let endpoint = emulator.endpoint();
+    // The emulator knows the default function `_` and one per binary of the package.
+    let stages = [
+        ("_", "parse_number"),
+        ("ferry-fixture", "double"),
+        ("web-fixture", "at_most_thousand"),
+        ("accounts-service", "describe"),
+    ];
+    let routes = stages
+        .iter()
+        .map(|(function, stage)| format!("{stage}={function}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let peers = [
+        ("FERRY_BACKEND", "lambda"),
+        ("FERRY_LAMBDA_ROUTES", routes.as_str()),
+        ("AWS_ENDPOINT_URL_LAMBDA", endpoint.as_str()),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDFERRYTEST"),
+        ("AWS_SECRET_ACCESS_KEY", "ferry-test-secret"),
+    ];
+    let _bootstraps: Vec<_> = stages
+        .iter()
+        .map(|(function, stage)| emulator.bootstrap_function(function, PROGRAM, stage, &peers))
+        .collect();
+    let mut config = LambdaConfig::new(aws(&endpoint)).retry(fast_retries());
+    for (function, stage) in stages {
+        config = config.route(stage, function);
+    }
+    let ctx = Context::lambda(config).unwrap();
+    both_modes_agree(&ctx).await;
+    let before = ctx.stats().invocations;
+    bounded(numbers().run(&ctx, "7".into())).await.unwrap();
+    assert_eq!(ctx.stats().invocations - before, 1, "the host invokes once");
 }
 
 /// A loopback Invoke endpoint: answers `failures` first (status, error type), then `42`, and

@@ -8,7 +8,7 @@ use ferry_tests::controller::Controller;
 use ferry_tests::*;
 
 mod common;
-use common::bounded;
+use common::{both_modes_agree, bounded, numbers};
 
 async fn controller() -> Controller {
     let controller = Controller::start(env!("CARGO_BIN_EXE_ferry-fixture")).await;
@@ -21,6 +21,10 @@ async fn controller() -> Controller {
         ("sleep_async", "sleep_async", 100, 60_000),
         ("wait_50ms", "wait_50ms", 8, 60_000),
         ("tight-sleep", "sleep_async", 8, 100),
+        ("parse_number", "parse_number", 8, 60_000),
+        ("double", "double", 8, 60_000),
+        ("at_most_thousand", "at_most_thousand", 8, 60_000),
+        ("describe", "describe", 8, 60_000),
     ] {
         controller.put_action(action, main, concurrency, timeout_ms);
     }
@@ -66,6 +70,19 @@ async fn call_map_and_invoke_through_the_rest_api() {
     );
     assert_eq!(ctx.stats().invocations, 103);
     assert_eq!(controller.invocations(), 103);
+}
+
+/// The route rides in the parameters; the action that ran a stage runs the rest in its own
+/// container (its functions invoke functions there), so the controller sees one activation per
+/// chained run.
+#[tokio::test]
+async fn flows_run_chained_and_orchestrated() {
+    let controller = controller().await;
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    both_modes_agree(&ctx).await;
+    let before = controller.invocations();
+    bounded(numbers().run(&ctx, "7".into())).await.unwrap();
+    assert_eq!(controller.invocations() - before, 1);
 }
 
 #[tokio::test]

@@ -65,7 +65,7 @@ impl HttpConfig {
             .ok()
             .filter(|b| !b.is_empty());
         let routes = match std::env::var("FERRY_HTTP_ROUTES") {
-            Ok(text) => parse_routes(&text)?,
+            Ok(text) => super::parse_routes("FERRY_HTTP_ROUTES", &text)?,
             Err(_) => std::collections::BTreeMap::new(),
         };
         if base.is_none() && template.is_none() && routes.is_empty() {
@@ -140,22 +140,6 @@ impl HttpConfig {
             None => format!("{}/functions/{name}", self.base_url),
         }
     }
-}
-
-/// `name=url,name=url`, as `FERRY_HTTP_ROUTES` gives them.
-fn parse_routes(text: &str) -> Result<std::collections::BTreeMap<String, String>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| match entry.split_once('=') {
-            Some((name, url)) if !name.trim().is_empty() && !url.trim().is_empty() => {
-                Ok((name.trim().to_owned(), url.trim().to_owned()))
-            }
-            _ => Err(Error::config(format!(
-                "`FERRY_HTTP_ROUTES` entries are `name=url`, not `{entry}`"
-            ))),
-        })
-        .collect()
 }
 
 pub(crate) struct HttpBackend {
@@ -277,8 +261,11 @@ mod tests {
 
     #[test]
     fn routes_come_before_the_template_and_the_base() {
-        let routes =
-            parse_routes(" read=http://a:1/functions/read, value = http://b:2/f ,").unwrap();
+        let routes = crate::backend::parse_routes(
+            "FERRY_HTTP_ROUTES",
+            " read=http://a:1/functions/read, value = http://b:2/f ,",
+        )
+        .unwrap();
         let mut config = HttpConfig::new("http://base:8080/");
         config.routes = routes;
         config = config.route("app::only-by-id", "http://c:3/x");
@@ -289,7 +276,12 @@ mod tests {
             config.url("app::other", "other"),
             "http://base:8080/functions/other"
         );
-        let error = parse_routes("read").unwrap_err().to_string();
-        assert!(error.contains("`name=url`"), "{error}");
+        let error = crate::backend::parse_routes("FERRY_HTTP_ROUTES", "read")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("`FERRY_HTTP_ROUTES` entries are `name=target`"),
+            "{error}"
+        );
     }
 }

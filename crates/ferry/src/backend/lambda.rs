@@ -85,14 +85,17 @@ impl LambdaConfig {
 
     /// [`AwsConfig::from_env`], then `FERRY_APP` (deployed names), `FERRY_LAMBDA_FUNCTIONS` (the
     /// name template),
-    /// `FERRY_LAMBDA_QUALIFIER`, `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and
-    /// `FERRY_LAMBDA_CONNECTIONS`.
+    /// `FERRY_LAMBDA_ROUTES` (`name=lambda-function,…`), `FERRY_LAMBDA_QUALIFIER`,
+    /// `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and `FERRY_LAMBDA_CONNECTIONS`.
     pub fn from_env() -> Result<Self> {
         let aws = AwsConfig::from_env().map_err(|e| Error::config(e.to_string()))?;
         let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
         let mut config = Self::new(aws);
         if let Some(template) = env("FERRY_LAMBDA_FUNCTIONS") {
             config.functions = template;
+        }
+        if let Some(routes) = env("FERRY_LAMBDA_ROUTES") {
+            config.routes = super::parse_routes("FERRY_LAMBDA_ROUTES", &routes)?;
         }
         config.qualifier = env("FERRY_LAMBDA_QUALIFIER");
         config.app = env("FERRY_APP");
@@ -231,6 +234,7 @@ impl LambdaBackend {
         self.invocations.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
             super::check_json_event(&envelope, &payload, MAX_PAYLOAD, BackendKind::Lambda)?;
+            let payload = super::with_flow_param(&envelope, payload)?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let function = backend.config.function(&envelope.function, name)?;
             let mut url = format!(

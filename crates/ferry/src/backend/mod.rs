@@ -257,6 +257,69 @@ pub(crate) fn check_json_event(
     Ok(())
 }
 
+/// `name=target,name=target`: functions routed one by one (`FERRY_HTTP_ROUTES`,
+/// `FERRY_LAMBDA_ROUTES`).
+pub(crate) fn parse_routes(
+    variable: &str,
+    text: &str,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| match entry.split_once('=') {
+            Some((name, target)) if !name.trim().is_empty() && !target.trim().is_empty() => {
+                Ok((name.trim().to_owned(), target.trim().to_owned()))
+            }
+            _ => Err(Error::config(format!(
+                "`{variable}` entries are `name=target`, not `{entry}`"
+            ))),
+        })
+        .collect()
+}
+
+/// The parameter that carries a chained flow's route ([`crate::wire::FlowRoute`]) through
+/// platforms whose events are a JSON object of arguments (OpenWhisk, Lambda).
+pub(crate) const FLOW_PARAM: &str = "__ferry_flow";
+
+/// The JSON arguments with the envelope's flow route added as [`FLOW_PARAM`], if it has one.
+pub(crate) fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
+    let Some(route) = &envelope.flow else {
+        return Ok(payload);
+    };
+    let mut arguments: serde_json::Map<String, serde_json::Value> =
+        if payload.trim_ascii().is_empty() {
+            serde_json::Map::new()
+        } else {
+            serde_json::from_slice(&payload).map_err(|e| {
+                Error::protocol(format!(
+                    "a flow stage's arguments must be a json object: {e}"
+                ))
+            })?
+        };
+    let route = serde_json::to_value(route)
+        .map_err(|e| Error::protocol(format!("cannot encode the flow route: {e}")))?;
+    arguments.insert(FLOW_PARAM.to_owned(), route);
+    serde_json::to_vec(&arguments)
+        .map(Bytes::from)
+        .map_err(|e| Error::protocol(format!("cannot encode the arguments: {e}")))
+}
+
+/// Takes [`FLOW_PARAM`] out of JSON arguments: the route of the flow this invocation is a stage
+/// of, if it is one.
+pub(crate) fn take_flow_param(
+    arguments: &mut serde_json::Value,
+) -> Result<Option<crate::wire::FlowRoute>> {
+    let Some(route) = arguments
+        .as_object_mut()
+        .and_then(|object| object.remove(FLOW_PARAM))
+    else {
+        return Ok(None);
+    };
+    serde_json::from_value(route)
+        .map(Some)
+        .map_err(|e| Error::bad_input(FLOW_PARAM, format!("invalid flow route: {e}")))
+}
+
 /// Whether a timed-out body may still be running on a thread that cannot be stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Overrun {

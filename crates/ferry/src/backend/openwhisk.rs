@@ -255,6 +255,7 @@ impl OpenWhiskBackend {
                 backend.config.max_payload,
                 BackendKind::OpenWhisk,
             )?;
+            let payload = super::with_flow_param(&envelope, payload)?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let action = backend.config.action(&envelope.function, name)?;
             let url = format!(

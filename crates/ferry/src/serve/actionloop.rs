@@ -59,7 +59,13 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     {
         return ExitCode::from(2);
     }
-    let ctx = Context::inline();
+    let ctx = match super::worker_context() {
+        Ok(ctx) => ctx,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -98,7 +104,13 @@ async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Val
         Err(message) => return json!({ "error": message }),
     };
     let (arguments, envelope) =
-        super::openwhisk::activation_envelope(registration.descriptor().id, body);
+        match super::openwhisk::activation_envelope(registration.descriptor().id, body) {
+            Ok(split) => split,
+            Err(failure) => {
+                let failure = failure.in_function(registration.descriptor().id);
+                return super::openwhisk::error_result(&failure);
+            }
+        };
     // The proxy runs one activation at a time: the context can be exported.
     super::openwhisk::export(&envelope.metadata);
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
@@ -110,6 +122,7 @@ async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Val
         Placement::Here,
     )
     .await;
+    let result = crate::flow::forward(ctx, &envelope, result).await;
     match result {
         Ok(output) => match serde_json::from_slice::<Value>(&output) {
             Ok(Value::Object(object)) => Value::Object(object),

@@ -13,6 +13,11 @@
 //! - With `FERRY_AUTH_TOKEN` set, function routes need `Authorization: Bearer <token>`.
 //! - SIGTERM stops accepting connections, lets in-flight invocations finish, then exits.
 //! - Each function runs at most its `concurrency` invocations at once; more wait their turn.
+//! - An `x-ferry-flow` header makes the invocation a stage of a chained flow: after the body, the
+//!   service invokes the next stage itself and answers with what the last stage returned.
+//! - Functions invoke functions in this service, or over HTTP at other services when
+//!   `FERRY_BACKEND=http` (with `FERRY_HTTP_ROUTES`, `FERRY_HTTP_URL_TEMPLATE` or
+//!   `FERRY_HTTP_URL`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -85,7 +90,7 @@ async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::R
     super::announce(&listener)?;
     let service = Arc::new(Service {
         registry,
-        ctx: nested_context()?,
+        ctx: super::worker_context().map_err(|e| std::io::Error::other(e.to_string()))?,
         token: settings.token,
         max_body: settings.max_body,
         draining: AtomicBool::new(false),
@@ -105,18 +110,6 @@ async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::R
             tracing::info!("draining: no new connections, finishing in-flight invocations");
         })
         .await
-}
-
-/// Where the functions of this service invoke functions: other services when `FERRY_BACKEND` says
-/// `http` (with `FERRY_HTTP_URL` or `FERRY_HTTP_URL_TEMPLATE`, as for any host), else this
-/// service itself.
-fn nested_context() -> std::io::Result<Context> {
-    match crate::BackendKind::from_env() {
-        Ok(crate::BackendKind::Http) => crate::backend::HttpConfig::from_env()
-            .and_then(Context::http)
-            .map_err(|e| std::io::Error::other(e.to_string())),
-        _ => Ok(Context::inline()),
-    }
 }
 
 fn router(service: Arc<Service>) -> Router {

@@ -78,7 +78,7 @@ async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
         loops,
         "lambda runtime ready"
     );
-    let ctx = Context::inline();
+    let ctx = super::worker_context().map_err(|e| e.to_string())?;
     let mut tasks = Vec::new();
     for _ in 0..loops {
         let (client, base, ctx) = (client.clone(), base.clone(), ctx.clone());
@@ -147,10 +147,37 @@ async fn serve_invocations(
         } else {
             invocation.event
         };
-        let (result, _) =
-            crate::backend::execute(ctx, registration, &envelope, event, Placement::Here).await;
+        let (event, flow) = split_flow_param(event);
+        let result = match flow {
+            Ok(flow) => {
+                envelope.flow = flow;
+                let (result, _) =
+                    crate::backend::execute(ctx, registration, &envelope, event, Placement::Here)
+                        .await;
+                crate::flow::forward(ctx, &envelope, result).await
+            }
+            Err(failure) => Err(failure),
+        };
         let result = result.map_err(|e| e.in_function(registration.descriptor().id));
         post_result(client, base, &invocation.request_id, result).await?;
+    }
+}
+
+/// The event without the flow route a chained flow's caller put in it, and the route. Events
+/// that do not mention the route are passed on untouched, without being parsed.
+fn split_flow_param(event: Bytes) -> (Bytes, crate::Result<Option<crate::wire::FlowRoute>>) {
+    let marker = format!("\"{}\"", crate::backend::FLOW_PARAM);
+    if memchr::memmem::find(&event, marker.as_bytes()).is_none() {
+        return (event, Ok(None));
+    }
+    let Ok(mut arguments) = serde_json::from_slice::<serde_json::Value>(&event) else {
+        // Not JSON: decoding the arguments reports it.
+        return (event, Ok(None));
+    };
+    let flow = crate::backend::take_flow_param(&mut arguments);
+    match serde_json::to_vec(&arguments) {
+        Ok(stripped) => (Bytes::from(stripped), flow),
+        Err(_) => (event, flow),
     }
 }
 

@@ -14,6 +14,22 @@ pub(crate) mod openwhisk;
 
 use std::net::SocketAddr;
 
+/// The context functions served by this worker invoke functions with, and forward chained flow
+/// stages with: the backend `FERRY_BACKEND` names (`http`, `openwhisk` or `lambda`, configured
+/// from the environment as for a host), or else this worker itself.
+pub(crate) fn worker_context() -> crate::Result<crate::Context> {
+    use crate::BackendKind;
+    match std::env::var("FERRY_BACKEND") {
+        Ok(name) if !name.is_empty() => match name.parse::<BackendKind>()? {
+            kind @ (BackendKind::Http | BackendKind::OpenWhisk | BackendKind::Lambda) => {
+                crate::Context::new(kind)
+            }
+            _ => Ok(crate::Context::inline()),
+        },
+        _ => Ok(crate::Context::inline()),
+    }
+}
+
 /// Resolves on SIGTERM (how platforms stop a container) or Ctrl-C.
 pub(crate) async fn shutdown_signal() {
     let terminate = async {

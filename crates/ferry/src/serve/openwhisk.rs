@@ -59,7 +59,8 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::Result<()> {
     let listener = super::bind(address)?;
     super::announce(&listener)?;
-    axum::serve(listener, router(registry))
+    let ctx = super::worker_context().map_err(|e| std::io::Error::other(e.to_string()))?;
+    axum::serve(listener, router(registry, ctx))
         .with_graceful_shutdown(super::shutdown_signal())
         .await
 }
@@ -69,7 +70,8 @@ struct ActionState {
     action: OnceLock<Action>,
     /// An activation is running (only tracked without intra-container concurrency).
     busy: AtomicBool,
-    /// Nested invocations of the action's functions run in this container.
+    /// Where the action's functions invoke functions: this container unless `FERRY_BACKEND`
+    /// says otherwise.
     ctx: Context,
 }
 
@@ -79,12 +81,12 @@ struct Action {
     slots: Semaphore,
 }
 
-pub(crate) fn router(registry: &'static Registry) -> Router {
+pub(crate) fn router(registry: &'static Registry, ctx: Context) -> Router {
     let state = Arc::new(ActionState {
         registry,
         action: OnceLock::new(),
         busy: AtomicBool::new(false),
-        ctx: Context::inline(),
+        ctx,
     });
     Router::new()
         .route("/init", post(init))
@@ -224,12 +226,18 @@ async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /run body: {e}")),
     };
     let descriptor = action.registration.descriptor();
-    let (arguments, envelope) = activation_envelope(descriptor.id, body);
+    let (arguments, envelope) = match activation_envelope(descriptor.id, body) {
+        Ok(split) => split,
+        Err(failure) => {
+            let failure = failure.in_function(descriptor.id);
+            return (StatusCode::OK, Json(error_result(&failure))).into_response();
+        }
+    };
     if !action.concurrent {
         export(&envelope.metadata);
     }
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
-    let Ok(_slot) = action.slots.acquire().await else {
+    let Ok(slot) = action.slots.acquire().await else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the action is shutting down",
@@ -243,6 +251,8 @@ async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
         Placement::Here,
     )
     .await;
+    drop(slot);
+    let result = crate::flow::forward(ctx, &envelope, result).await;
     if overrun == Overrun::StuckThread {
         tracing::warn!(
             function = descriptor.id,
@@ -267,7 +277,10 @@ async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
 /// The envelope of an activation (a `/run` body or an ActionLoop line): `value` is the arguments
 /// (absent or `null` for none); every other key becomes `__OW_<KEY>` metadata, and `deadline`
 /// and `transaction_id` the envelope's deadline and trace.
-pub(crate) fn activation_envelope(function: &str, body: Map<String, Value>) -> (Value, Envelope) {
+pub(crate) fn activation_envelope(
+    function: &str,
+    body: Map<String, Value>,
+) -> crate::Result<(Value, Envelope)> {
     let mut envelope = Envelope::new(function, Codec::Json);
     let mut arguments = Value::Object(Map::new());
     for (key, value) in body {
@@ -290,7 +303,8 @@ pub(crate) fn activation_envelope(function: &str, body: Map<String, Value>) -> (
         .get("__OW_DEADLINE")
         .and_then(|d| d.parse().ok());
     envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
-    (arguments, envelope)
+    envelope.flow = crate::backend::take_flow_param(&mut arguments)?;
+    Ok((arguments, envelope))
 }
 
 /// Exports the activation context as OpenWhisk runtimes do (only when activations cannot overlap:
