@@ -315,3 +315,10 @@ pub fn describe(ctx: &Context, n: i64) -> String {
         None => format!("n={n}, outside an invocation"),
     }
 }
+
+/// Flow stage: sleeps a hundred times `ms` milliseconds (its timeout is the default 60 s).
+#[ferry::function(concurrency = 64)]
+pub async fn sleep_hundredfold(ms: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(ms * 100)).await;
+    ms
+}

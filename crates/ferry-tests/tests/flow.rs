@@ -4,14 +4,31 @@
 
 mod common;
 
-use common::{Server, both_modes_agree, bounded, local, numbers};
-use ferry::{Context, ErrorKind, FlowMode, HttpConfig};
+use std::time::{Duration, Instant};
+
+use common::{Server, both_modes_agree, bounded, local, local_with, numbers};
+use ferry::{Context, ErrorKind, Flow, FlowMode, HttpConfig, LocalConfig};
 use ferry_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flows_run_on_the_local_platform() {
     let ctx = local(2);
     both_modes_agree(&ctx).await;
+}
+
+/// A chained stage answers only when the stages after it are done: the platform waits for the
+/// whole rest of the flow, not just the first stage's timeout (300 ms here), before it deems the
+/// worker stuck.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chained_stage_may_answer_after_its_own_timeout() {
+    let mut config = LocalConfig::default().max_workers(1);
+    config.unresponsive_grace = Duration::from_millis(100);
+    let ctx = local_with(config);
+    let flow = Flow::start::<SleepAsync>().then::<SleepHundredfold>();
+    let started = Instant::now();
+    assert_eq!(bounded(flow.run(&ctx, 8)).await.unwrap(), Some(8));
+    assert!(started.elapsed() >= Duration::from_millis(800));
+    assert_eq!(ctx.stats().cold_starts, 1, "the worker was not replaced");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -402,6 +402,26 @@ pub(crate) async fn forward(
     Ok(reply.into())
 }
 
+/// The longest the stages after this invocation's may run: the sum of their timeouts. A worker
+/// answers a chained stage only once they are done.
+pub(crate) fn time_after(envelope: &Envelope) -> std::time::Duration {
+    let Some(route) = &envelope.flow else {
+        return std::time::Duration::ZERO;
+    };
+    let registry = Registry::global().ok();
+    route
+        .next
+        .iter()
+        .map(|step| {
+            registry
+                .and_then(|r| r.lookup(&step.function).ok())
+                .map_or(crate::FunctionConfig::DEFAULT.timeout, |r| {
+                    r.descriptor().config.timeout
+                })
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

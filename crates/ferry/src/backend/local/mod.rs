@@ -240,6 +240,9 @@ struct Job {
 struct Limits {
     concurrency: u32,
     timeout: Duration,
+    /// How long the worker may still take after the body, forwarding a chained flow to the
+    /// stages after this one.
+    forwarding: Duration,
 }
 
 struct Worker {
@@ -358,7 +361,8 @@ impl State {
                 answer_within: job
                     .limits
                     .timeout
-                    .saturating_mul(prefetch.saturating_add(1)),
+                    .saturating_mul(prefetch.saturating_add(1))
+                    .saturating_add(job.limits.forwarding),
             },
         );
         Ok(())
@@ -394,6 +398,10 @@ impl Shared {
         if let Some(remaining) = envelope.remaining() {
             timeout = timeout.min(remaining);
         }
+        let mut forwarding = crate::flow::time_after(&envelope);
+        if let Some(remaining) = envelope.remaining() {
+            forwarding = forwarding.min(remaining);
+        }
         let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
         let frame = protocol::request(slot, &envelope, &payload)?;
         let (reply, outcome) = oneshot::channel();
@@ -403,6 +411,7 @@ impl Shared {
             limits: Limits {
                 concurrency: config.concurrency.max(1),
                 timeout,
+                forwarding,
             },
             frame,
             reply,
