@@ -249,19 +249,26 @@ impl Context {
     /// State is keyed by its type, like request extensions: two functions asking for a `u32`
     /// share one. Give each piece of state its own type (`struct ModelCache(..)`).
     pub fn instance<T: Send + Sync + 'static>(&self, init: impl FnOnce() -> T) -> Arc<T> {
-        type Slot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
-        static STATE: OnceLock<Mutex<HashMap<TypeId, Slot>>> = OnceLock::new();
-        let slot = STATE
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(TypeId::of::<T>())
-            .or_default()
+        let value = instance_slot::<T>()
+            .get_or_init(|| Arc::new(init()))
             .clone();
-        let value = slot.get_or_init(|| Arc::new(init())).clone();
-        value
-            .downcast::<T>()
-            .unwrap_or_else(|_| unreachable!("instance state is keyed by its type"))
+        downcast_instance(value)
+    }
+
+    /// Per-process state as [`instance`](Self::instance), for state whose creation can fail (a
+    /// connection, a file): an error is returned and not kept, so a later invocation tries
+    /// again. Under contention `init` may run more than once; the first value stored is kept.
+    pub fn try_instance<T: Send + Sync + 'static, E>(
+        &self,
+        init: impl FnOnce() -> std::result::Result<T, E>,
+    ) -> std::result::Result<Arc<T>, E> {
+        let slot = instance_slot::<T>();
+        if let Some(value) = slot.get() {
+            return Ok(downcast_instance(value.clone()));
+        }
+        let created: Arc<dyn Any + Send + Sync> = Arc::new(init()?);
+        let value = slot.get_or_init(|| created).clone();
+        Ok(downcast_instance(value))
     }
 
     /// Stops the backend's workers. Pending invocations end with an `Unavailable` error.
@@ -295,6 +302,26 @@ impl Context {
             self.invocation().is_none() && total > 1 && crate::progress::wanted()
         })
     }
+}
+
+type InstanceSlot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
+
+/// The process's slot for instance state of type `T`.
+fn instance_slot<T: 'static>() -> InstanceSlot {
+    static STATE: OnceLock<Mutex<HashMap<TypeId, InstanceSlot>>> = OnceLock::new();
+    STATE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(TypeId::of::<T>())
+        .or_default()
+        .clone()
+}
+
+fn downcast_instance<T: Send + Sync + 'static>(value: Arc<dyn Any + Send + Sync>) -> Arc<T> {
+    value
+        .downcast::<T>()
+        .unwrap_or_else(|_| unreachable!("instance state is keyed by its type"))
 }
 
 /// An invocation started with [`Context::spawn`]; await it for the output.
@@ -465,3 +492,29 @@ impl<F: Function> Stream for Completions<F> {
 }
 
 impl<F: Function> Unpin for Completions<F> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_instance_state_is_not_kept() {
+        struct Connection(u32);
+        let ctx = Context::inline();
+        let mut attempts = 0;
+        let mut connect = |fail: bool| {
+            attempts += 1;
+            if fail {
+                Err("refused")
+            } else {
+                Ok(Connection(attempts))
+            }
+        };
+        assert_eq!(ctx.try_instance(|| connect(true)).err(), Some("refused"));
+        let first = ctx.try_instance(|| connect(false)).unwrap();
+        assert_eq!(first.0, 2, "the failed attempt was not kept");
+        let again = ctx.try_instance(|| connect(false)).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the value is kept");
+        assert_eq!(ctx.instance(|| Connection(99)).0, 2, "one slot per type");
+    }
+}
