@@ -93,7 +93,22 @@ pub(crate) fn response(id: u64, result: &Result<impl AsRef<[u8]>>) -> Bytes {
             buf.put_slice(output.as_ref());
         }),
         (Err(error), _) | (_, Some(error)) => {
-            let body = serde_json::to_vec(error).unwrap_or_default();
+            let mut body = serde_json::to_vec(error).unwrap_or_default();
+            if body.len() > MAX_FRAME {
+                // An error too large to send (a user error with a huge message) is reported as
+                // what it is, with its function and invocation; the reader would drop the frame.
+                let mut too_large = Error::new(ErrorKind::PayloadTooLarge {
+                    size: body.len() as u64,
+                    limit: MAX_FRAME as u64,
+                });
+                if let Some(function) = error.function() {
+                    too_large = too_large.in_function(function);
+                }
+                if let Some(invocation) = error.invocation() {
+                    too_large = too_large.in_invocation(invocation);
+                }
+                body = serde_json::to_vec(&too_large).unwrap_or_default();
+            }
             frame(TAG_RESPONSE, 9 + body.len(), |buf| {
                 buf.put_u64_le(id);
                 buf.put_u8(1);
@@ -253,5 +268,26 @@ mod tests {
         let big = vec![0u8; MAX_FRAME + 1];
         let error = request(1, &envelope, &big).unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::PayloadTooLarge { .. }));
+    }
+
+    #[test]
+    fn oversized_errors_are_reported_as_too_large() {
+        let huge = Error::new(ErrorKind::User {
+            message: "x".repeat(MAX_FRAME),
+            type_name: "String".into(),
+        })
+        .in_function("app::f");
+        let frame = response(7, &Err::<Vec<u8>, _>(huge));
+        assert!(frame.len() < 4096, "{} bytes", frame.len());
+        let Frame::Response { id, result } = decode(frame.slice(4..)).unwrap() else {
+            panic!("not a response");
+        };
+        assert_eq!(id, 7);
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::PayloadTooLarge { size, .. } if *size > MAX_FRAME as u64),
+            "{error}"
+        );
+        assert_eq!(error.function(), Some("app::f"));
     }
 }
