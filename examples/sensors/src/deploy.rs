@@ -110,6 +110,25 @@ impl Process {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// CPU time (user + system) process `pid` has used, from `/proc/{pid}/stat`.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: fields are counted after its `)`.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // utime and stime are fields 14 and 15, the 12th and 13th after the name.
+    let total = ticks(11)? + ticks(12)?;
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_second = u64::try_from(per_second).ok().filter(|&t| t > 0)?;
+    Some(Duration::from_secs_f64(total as f64 / per_second as f64))
 }
 
 impl Drop for Process {
@@ -187,6 +206,13 @@ impl Deployment {
         self.stages
             .iter()
             .map(|(name, service)| (*name, function_url(service, name)))
+            .collect()
+    }
+
+    /// Every process with what it serves: the sensor service, then the stages in flow order.
+    pub fn processes(&self) -> Vec<(&'static str, &Process)> {
+        std::iter::once(("sensor service", &self.sensor))
+            .chain(self.stages.iter().map(|(name, service)| (*name, service)))
             .collect()
     }
 

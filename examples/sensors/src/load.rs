@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::Args;
 use ferry::Context;
-use sensors::deploy::Deployment;
+use sensors::deploy::{Deployment, cpu_time};
 use sensors::pipeline::pipeline;
 use sensors::service::Row;
 use serde::Serialize;
@@ -82,6 +82,34 @@ pub struct Measurement {
     error_rate: f64,
     /// Flows that reached the moving average.
     temperatures: u64,
+    /// CPU time per completed flow, in microseconds, of each process: the caller (this load
+    /// generator), the sensor service, and each stage's service.
+    cpu_caller_us: f64,
+    cpu_sensor_service_us: f64,
+    cpu_read_us: f64,
+    cpu_keep_temperature_us: f64,
+    cpu_value_us: f64,
+    cpu_moving_average_us: f64,
+    cpu_total_us: f64,
+}
+
+/// The processes whose CPU time a measurement splits: this one, then the deployment's.
+struct Processes(Vec<u32>);
+
+impl Processes {
+    fn of(deployment: &Deployment) -> Self {
+        let mut pids = vec![std::process::id()];
+        pids.extend(deployment.processes().iter().map(|(_, p)| p.id()));
+        Self(pids)
+    }
+
+    /// Each process's CPU time so far (zero for one that is gone).
+    fn cpu_times(&self) -> Vec<Duration> {
+        self.0
+            .iter()
+            .map(|&pid| cpu_time(pid).unwrap_or_default())
+            .collect()
+    }
 }
 
 /// What one client saw.
@@ -107,6 +135,7 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
     let seconds = Duration::from_secs_f64(args.seconds);
     let warm_up = Duration::from_secs_f64(args.warm_up);
     let timeout = Duration::from_secs_f64(args.timeout);
+    let processes = Processes::of(&deployment);
     let mut measurements = Vec::new();
     for (level, &clients) in args.clients.iter().enumerate() {
         let mut modes = args.modes.clone();
@@ -116,9 +145,10 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
         }
         for mode in modes {
             if !warm_up.is_zero() {
-                measure(&ctx, mode, clients, warm_up, timeout).await;
+                measure(&ctx, &processes, mode, clients, warm_up, timeout).await;
             }
-            let (measurement, first_error) = measure(&ctx, mode, clients, seconds, timeout).await;
+            let (measurement, first_error) =
+                measure(&ctx, &processes, mode, clients, seconds, timeout).await;
             eprintln!(
                 "{:>12} {clients:>3} clients: {:.1} flows/s, mean {:.2} ms, p99 {:.2} ms, {} errors",
                 mode.name(),
@@ -134,6 +164,8 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
         }
     }
     println!("{}", table(&args.clients, &measurements));
+    println!();
+    println!("{}", cpu_table(&measurements));
     if let Some(path) = &args.csv {
         write_csv(path, &measurements)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -146,12 +178,14 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
 /// running at the end finish and count, as with `hey -z`.
 async fn measure(
     ctx: &Context,
+    processes: &Processes,
     mode: Mode,
     clients: usize,
     duration: Duration,
     timeout: Duration,
 ) -> (Measurement, Option<String>) {
     let flow = pipeline().mode(mode.flow_mode());
+    let cpu_before = processes.cpu_times();
     let started = Instant::now();
     let deadline = started + duration;
     let tasks: Vec<_> = (0..clients)
@@ -203,6 +237,15 @@ async fn measure(
         }
     }
     let seconds = started.elapsed().as_secs_f64();
+    let cpu_us: Vec<f64> = processes
+        .cpu_times()
+        .iter()
+        .zip(&cpu_before)
+        .map(|(after, before)| {
+            after.saturating_sub(*before).as_secs_f64() * 1e6 / total.latencies.len().max(1) as f64
+        })
+        .collect();
+    let cpu = |i: usize| cpu_us.get(i).copied().unwrap_or(0.0);
     total.latencies.sort_unstable();
     let flows = total.latencies.len() as u64;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -223,6 +266,13 @@ async fn measure(
         p99_ms: nearest_rank(&total.latencies, 0.99).map_or(0.0, ms),
         error_rate: total.errors as f64 / (flows + total.errors).max(1) as f64,
         temperatures: total.temperatures,
+        cpu_caller_us: cpu(0),
+        cpu_sensor_service_us: cpu(1),
+        cpu_read_us: cpu(2),
+        cpu_keep_temperature_us: cpu(3),
+        cpu_value_us: cpu(4),
+        cpu_moving_average_us: cpu(5),
+        cpu_total_us: cpu_us.iter().sum(),
     };
     (measurement, total.first_error)
 }
@@ -282,6 +332,29 @@ fn table(levels: &[usize], measurements: &[Measurement]) -> String {
             ));
         }
         lines.push(format!("| {} |", cells.join(" | ")));
+    }
+    lines.join("\n")
+}
+
+/// CPU time per flow by process, a row per measurement.
+fn cpu_table(measurements: &[Measurement]) -> String {
+    let mut lines = vec![
+        "| clients | mode | caller | sensor service | read | keep_temperature | value | moving_average | total |".to_owned(),
+        format!("|{}", " --- |".repeat(9)),
+    ];
+    for m in measurements {
+        lines.push(format!(
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            m.clients,
+            m.mode,
+            m.cpu_caller_us,
+            m.cpu_sensor_service_us,
+            m.cpu_read_us,
+            m.cpu_keep_temperature_us,
+            m.cpu_value_us,
+            m.cpu_moving_average_us,
+            m.cpu_total_us
+        ));
     }
     lines.join("\n")
 }

@@ -60,7 +60,8 @@ fn the_load_test_measures_both_modes_without_errors() {
         csv.to_str().unwrap(),
     ]);
     let stdout = stdout_of(&output);
-    let table: Vec<&str> = stdout.lines().filter(|l| l.starts_with('|')).collect();
+    let mut tables = stdout.split("\n\n");
+    let table: Vec<&str> = tables.next().unwrap().lines().collect();
     assert_eq!(table.len(), 4, "{stdout}");
     assert!(table[0].contains("chained flows/s") && table[0].contains("orchestrated flows/s"));
     for (row, clients) in table[2..].iter().zip(["1", "4"]) {
@@ -70,11 +71,24 @@ fn the_load_test_measures_both_modes_without_errors() {
         assert!(cells[1].parse::<f64>().unwrap() > 0.0, "{row}");
         assert!(cells[9].ends_with('x'), "{row}");
     }
+    // CPU per flow by process (whole clock ticks: a short run may see none in a process).
+    let cpu: Vec<&str> = tables.next().unwrap().lines().collect();
+    assert_eq!(cpu.len(), 6, "{stdout}");
+    for row in &cpu[2..] {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 9, "{row}");
+        assert!(
+            cells[2..].iter().all(|c| c.parse::<f64>().unwrap() > 0.0),
+            "{row}"
+        );
+    }
     let records = std::fs::read_to_string(&csv).unwrap();
     let mut lines = records.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "mode,clients,seconds,flows,errors,flows_per_second,mean_ms,p50_ms,p99_ms,error_rate,temperatures"
+        "mode,clients,seconds,flows,errors,flows_per_second,mean_ms,p50_ms,p99_ms,error_rate,temperatures,\
+         cpu_caller_us,cpu_sensor_service_us,cpu_read_us,cpu_keep_temperature_us,cpu_value_us,\
+         cpu_moving_average_us,cpu_total_us"
     );
     assert_eq!(lines.count(), 4);
     std::fs::remove_dir_all(&directory).unwrap();
