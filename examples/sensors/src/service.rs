@@ -4,7 +4,7 @@
 //! - `GET /reading`: the next row, round-robin over the dataset (the row's index is in the
 //!   `X-Row` header);
 //! - `GET /readings/{index}`: row `index` (0-based), or 404 past the end;
-//! - `GET /header`: the header row, [`COLUMNS`](crate::dataset::COLUMNS) joined by commas;
+//! - `GET /header`: the header row, [`COLUMNS`] joined by commas;
 //! - `GET /healthz`: 200.
 //!
 //! A reading is one CSV record ending in `\n`, its fields in the header's order, without the
