@@ -1,0 +1,231 @@
+//! A deployment like Knative's or Cloud Run's, on loopback: the sensor service, and one HTTP
+//! service per stage of the flow — each a process of the example binary in ferry's HTTP service
+//! mode (`FERRY_ROLE=http`). Every stage's service is given the URLs of the stages after it
+//! (`FERRY_BACKEND=http`, `FERRY_HTTP_ROUTES`), so a chained flow goes from service to service
+//! directly; [`Deployment::http_config`] routes a caller to every stage, for orchestrated flows.
+//!
+//! Services start last stage first, each on a port of its own choosing, so the URLs a service is
+//! given are known when it starts. Processes are killed when the [`Deployment`] is dropped, and
+//! when the process that started them dies.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ferry::HttpConfig;
+
+use crate::pipeline::stage_names;
+use crate::service::{LISTENING, SENSORS_URL_VAR};
+
+/// How long a process may take to say where it listens.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What ferry's HTTP service mode announces on stderr once it listens.
+const FERRY_LISTENING: &str = "ferry: listening on ";
+
+/// A process that failed to start or to announce where it listens.
+#[derive(Debug)]
+pub struct StartError {
+    what: String,
+    reason: String,
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot start the {}: {}", self.what, self.reason)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// A serving child process and the URL it announced; killed when dropped.
+#[derive(Debug)]
+pub struct Process {
+    child: Child,
+    url: String,
+}
+
+impl Process {
+    /// Starts `command` and waits until it writes `announcement` followed by its URL on stderr.
+    /// Its later stderr lines are passed on to this process's stderr, prefixed by `what`.
+    pub fn start(mut command: Command, what: &str, announcement: &str) -> Result<Self, StartError> {
+        let fail = |reason: String| StartError {
+            what: what.to_owned(),
+            reason,
+        };
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: prctl is async-signal-safe, and nothing else runs between fork and exec.
+        // (The signal follows the death of the thread that forks, so start processes from a
+        // thread that lives as long as they should.)
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().map_err(|e| fail(e.to_string()))?;
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (announced, url) = mpsc::channel();
+        let prefix = what.to_owned();
+        let announcement = announcement.to_owned();
+        std::thread::spawn(move || {
+            let mut announced = Some(announced);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                match line.strip_prefix(&announcement) {
+                    Some(url) if announced.is_some() => {
+                        let _ = announced.take().map(|a| a.send(url.trim().to_owned()));
+                    }
+                    _ => eprintln!("[{prefix}] {line}"),
+                }
+            }
+        });
+        match url.recv_timeout(START_TIMEOUT) {
+            Ok(url) => Ok(Self { child, url }),
+            Err(error) => {
+                let _ = child.kill();
+                let status = child.wait().ok();
+                Err(fail(match error {
+                    mpsc::RecvTimeoutError::Timeout => format!(
+                        "it did not say where it listens within {} s",
+                        START_TIMEOUT.as_secs()
+                    ),
+                    mpsc::RecvTimeoutError::Disconnected => match status {
+                        Some(status) => format!("it exited ({status}) before it listened"),
+                        None => "it exited before it listened".to_owned(),
+                    },
+                }))
+            }
+        }
+    }
+
+    /// `http://host:port`, as announced.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// CPU time (user + system) process `pid` has used, from `/proc/{pid}/stat`.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: fields are counted after its `)`.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // utime and stime are fields 14 and 15, the 12th and 13th after the name.
+    let total = ticks(11)? + ticks(12)?;
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_second = u64::try_from(per_second).ok().filter(|&t| t > 0)?;
+    Some(Duration::from_secs_f64(total as f64 / per_second as f64))
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The sensor service as a process of `program` (`program serve`), over the generated dataset.
+pub fn start_sensor_service(program: &Path, rows: usize, seed: u64) -> Result<Process, StartError> {
+    let mut command = Command::new(program);
+    command.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--rows",
+        &rows.to_string(),
+        "--seed",
+        &seed.to_string(),
+    ]);
+    Process::start(command, "sensor service", LISTENING)
+}
+
+/// The sensor service and one service per stage.
+#[derive(Debug)]
+pub struct Deployment {
+    // Dropped in this order: the stages before the sensor service they read from.
+    stages: Vec<(&'static str, Process)>,
+    sensor: Process,
+}
+
+impl Deployment {
+    /// Starts the sensor service over `rows` generated rows from `seed`, then the four stage
+    /// services, all processes of `program`.
+    pub fn start(program: &Path, rows: usize, seed: u64) -> Result<Self, StartError> {
+        let sensor = start_sensor_service(program, rows, seed)?;
+        let mut stages: Vec<(&'static str, Process)> = Vec::new();
+        for name in stage_names().into_iter().rev() {
+            let mut command = Command::new(program);
+            command
+                .env("FERRY_ROLE", "http")
+                .env("FERRY_LISTEN", "127.0.0.1:0")
+                .env(SENSORS_URL_VAR, sensor.url())
+                .env_remove("FERRY_HTTP_URL")
+                .env_remove("FERRY_HTTP_URL_TEMPLATE");
+            if stages.is_empty() {
+                // The last stage calls nothing: it answers with the flow's output.
+                command
+                    .env_remove("FERRY_BACKEND")
+                    .env_remove("FERRY_HTTP_ROUTES");
+            } else {
+                let routes: Vec<String> = stages
+                    .iter()
+                    .map(|(later, service)| format!("{later}={}", function_url(service, later)))
+                    .collect();
+                command
+                    .env("FERRY_BACKEND", "http")
+                    .env("FERRY_HTTP_ROUTES", routes.join(","));
+            }
+            let service = Process::start(command, &format!("{name} service"), FERRY_LISTENING)?;
+            stages.push((name, service));
+        }
+        stages.reverse();
+        Ok(Self { stages, sensor })
+    }
+
+    /// The sensor service's base URL.
+    pub fn sensor_url(&self) -> &str {
+        self.sensor.url()
+    }
+
+    /// Each stage's function name and the URL of its route, in flow order.
+    pub fn routes(&self) -> Vec<(&'static str, String)> {
+        self.stages
+            .iter()
+            .map(|(name, service)| (*name, function_url(service, name)))
+            .collect()
+    }
+
+    /// Every process with what it serves: the sensor service, then the stages in flow order.
+    pub fn processes(&self) -> Vec<(&'static str, &Process)> {
+        std::iter::once(("sensor service", &self.sensor))
+            .chain(self.stages.iter().map(|(name, service)| (*name, service)))
+            .collect()
+    }
+
+    /// A caller's configuration: every stage at its own service.
+    pub fn http_config(&self) -> HttpConfig {
+        self.routes()
+            .into_iter()
+            .fold(HttpConfig::new(""), |config, (name, url)| {
+                config.route(name, url)
+            })
+    }
+}
+
+fn function_url(service: &Process, name: &str) -> String {
+    format!("{}/functions/{name}", service.url())
+}

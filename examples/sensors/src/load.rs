@@ -1,0 +1,386 @@
+//! `sensors load`: a bounded load test of the deployed flow, `hey`-like — N clients, each
+//! running one flow after the other for a fixed time — chained against orchestrated.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use ferry::Context;
+use sensors::deploy::{Deployment, cpu_time};
+use sensors::pipeline::pipeline;
+use sensors::service::Row;
+use serde::Serialize;
+
+use crate::{DataArgs, Mode};
+
+/// What the load test measures.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Concurrent clients, one level after the other.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,50")]
+    clients: Vec<usize>,
+    /// Seconds each level runs in each mode.
+    #[arg(long, default_value_t = 15.0)]
+    seconds: f64,
+    /// Seconds of unmeasured load before each measurement, at the same level.
+    #[arg(long, default_value_t = 2.0)]
+    warm_up: f64,
+    /// Seconds a client waits for one flow before counting it as an error (hey's default).
+    #[arg(long, default_value_t = 20.0)]
+    timeout: f64,
+    /// Modes to measure; at each level they alternate which goes first.
+    #[arg(long, value_delimiter = ',', default_value = "chained,orchestrated")]
+    modes: Vec<Mode>,
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Also write every measurement to this CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    /// Checks what clap cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.clients.is_empty() || self.clients.contains(&0) {
+            return Err("--clients must be positive numbers, e.g. 1,5,10,50".into());
+        }
+        for (flag, value) in [("--seconds", self.seconds), ("--timeout", self.timeout)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!(
+                    "{flag} must be a positive number of seconds, not {value}"
+                ));
+            }
+        }
+        if !(self.warm_up.is_finite() && self.warm_up >= 0.0) {
+            return Err(format!(
+                "--warm-up must be a number of seconds (0 for none), not {}",
+                self.warm_up
+            ));
+        }
+        if self.modes.is_empty() {
+            return Err("--modes needs chained, orchestrated or both".into());
+        }
+        Ok(())
+    }
+}
+
+/// One level in one mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    mode: &'static str,
+    clients: usize,
+    seconds: f64,
+    /// Flows that ended in an output (an average, or `None` for a non-temperature).
+    flows: u64,
+    /// Flows that failed or timed out.
+    errors: u64,
+    flows_per_second: f64,
+    mean_ms: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    error_rate: f64,
+    /// Flows that reached the moving average.
+    temperatures: u64,
+    /// CPU time per completed flow, in microseconds, of each process: the caller (this load
+    /// generator), the sensor service, and each stage's service.
+    cpu_caller_us: f64,
+    cpu_sensor_service_us: f64,
+    cpu_read_us: f64,
+    cpu_keep_temperature_us: f64,
+    cpu_value_us: f64,
+    cpu_moving_average_us: f64,
+    cpu_total_us: f64,
+}
+
+/// The processes whose CPU time a measurement splits: this one, then the deployment's.
+struct Processes(Vec<u32>);
+
+impl Processes {
+    fn of(deployment: &Deployment) -> Self {
+        let mut pids = vec![std::process::id()];
+        pids.extend(deployment.processes().iter().map(|(_, p)| p.id()));
+        Self(pids)
+    }
+
+    /// Each process's CPU time so far (zero for one that is gone).
+    fn cpu_times(&self) -> Vec<Duration> {
+        self.0
+            .iter()
+            .map(|&pid| cpu_time(pid).unwrap_or_default())
+            .collect()
+    }
+}
+
+/// What one client saw.
+#[derive(Debug, Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    errors: u64,
+    temperatures: u64,
+    first_error: Option<String>,
+}
+
+pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
+    eprintln!(
+        "sensor service {} ({} rows, seed {})",
+        deployment.sensor_url(),
+        args.data.rows,
+        args.data.seed
+    );
+    for (name, url) in deployment.routes() {
+        eprintln!("{name}: {url}");
+    }
+    let ctx = Context::http(deployment.http_config()).context("cannot set up the http backend")?;
+    let seconds = Duration::from_secs_f64(args.seconds);
+    let warm_up = Duration::from_secs_f64(args.warm_up);
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let processes = Processes::of(&deployment);
+    let mut measurements = Vec::new();
+    for (level, &clients) in args.clients.iter().enumerate() {
+        let mut modes = args.modes.clone();
+        // Neither mode always runs on a machine the other just warmed (or tired).
+        if level % 2 == 1 {
+            modes.reverse();
+        }
+        for mode in modes {
+            if !warm_up.is_zero() {
+                measure(&ctx, &processes, mode, clients, warm_up, timeout).await;
+            }
+            let (measurement, first_error) =
+                measure(&ctx, &processes, mode, clients, seconds, timeout).await;
+            eprintln!(
+                "{:>12} {clients:>3} clients: {:.1} flows/s, mean {:.2} ms, p99 {:.2} ms, {} errors",
+                mode.name(),
+                measurement.flows_per_second,
+                measurement.mean_ms,
+                measurement.p99_ms,
+                measurement.errors
+            );
+            if let Some(error) = first_error {
+                eprintln!("  first error: {error}");
+            }
+            measurements.push(measurement);
+        }
+    }
+    println!("{}", table(&args.clients, &measurements));
+    println!();
+    println!("{}", cpu_table(&measurements));
+    if let Some(path) = &args.csv {
+        write_csv(path, &measurements)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// `clients` clients running one flow after the other in `mode` for `duration`; flows still
+/// running at the end finish and count, as with `hey -z`.
+async fn measure(
+    ctx: &Context,
+    processes: &Processes,
+    mode: Mode,
+    clients: usize,
+    duration: Duration,
+    timeout: Duration,
+) -> (Measurement, Option<String>) {
+    let flow = pipeline().mode(mode.flow_mode());
+    let cpu_before = processes.cpu_times();
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (flow, ctx) = (flow.clone(), ctx.clone());
+            tokio::spawn(async move {
+                let mut tally = Tally::default();
+                while Instant::now() < deadline {
+                    let sent = Instant::now();
+                    let outcome = tokio::time::timeout(timeout, flow.run(&ctx, Row::Next)).await;
+                    match outcome {
+                        Ok(Ok(output)) => {
+                            tally.latencies.push(sent.elapsed());
+                            tally.temperatures += u64::from(output.is_some());
+                        }
+                        Ok(Err(error)) => {
+                            tally.errors += 1;
+                            tally.first_error.get_or_insert_with(|| error.to_string());
+                        }
+                        Err(_) => {
+                            tally.errors += 1;
+                            tally.first_error.get_or_insert_with(|| {
+                                format!("no answer within {} s", timeout.as_secs_f64())
+                            });
+                        }
+                    }
+                }
+                tally
+            })
+        })
+        .collect();
+    let mut total = Tally::default();
+    for task in tasks {
+        match task.await {
+            Ok(tally) => {
+                total.latencies.extend(tally.latencies);
+                total.errors += tally.errors;
+                total.temperatures += tally.temperatures;
+                if total.first_error.is_none() {
+                    total.first_error = tally.first_error;
+                }
+            }
+            Err(error) => {
+                total.errors += 1;
+                total
+                    .first_error
+                    .get_or_insert_with(|| format!("a client task failed: {error}"));
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu_us: Vec<f64> = processes
+        .cpu_times()
+        .iter()
+        .zip(&cpu_before)
+        .map(|(after, before)| {
+            after.saturating_sub(*before).as_secs_f64() * 1e6 / total.latencies.len().max(1) as f64
+        })
+        .collect();
+    let cpu = |i: usize| cpu_us.get(i).copied().unwrap_or(0.0);
+    total.latencies.sort_unstable();
+    let flows = total.latencies.len() as u64;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let mean_ms = if flows == 0 {
+        0.0
+    } else {
+        total.latencies.iter().copied().map(ms).sum::<f64>() / flows as f64
+    };
+    let measurement = Measurement {
+        mode: mode.name(),
+        clients,
+        seconds,
+        flows,
+        errors: total.errors,
+        flows_per_second: flows as f64 / seconds,
+        mean_ms,
+        p50_ms: nearest_rank(&total.latencies, 0.50).map_or(0.0, ms),
+        p99_ms: nearest_rank(&total.latencies, 0.99).map_or(0.0, ms),
+        error_rate: total.errors as f64 / (flows + total.errors).max(1) as f64,
+        temperatures: total.temperatures,
+        cpu_caller_us: cpu(0),
+        cpu_sensor_service_us: cpu(1),
+        cpu_read_us: cpu(2),
+        cpu_keep_temperature_us: cpu(3),
+        cpu_value_us: cpu(4),
+        cpu_moving_average_us: cpu(5),
+        cpu_total_us: cpu_us.iter().sum(),
+    };
+    (measurement, total.first_error)
+}
+
+/// The `q` quantile of sorted `values` by nearest rank.
+fn nearest_rank(sorted: &[Duration], q: f64) -> Option<Duration> {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.max(1) - 1).copied()
+}
+
+/// The results as a Markdown table, a row per client count, modes side by side.
+fn table(levels: &[usize], measurements: &[Measurement]) -> String {
+    let find = |clients: usize, mode: &str| {
+        measurements
+            .iter()
+            .find(|m| m.clients == clients && m.mode == mode)
+    };
+    let modes: Vec<&str> = ["chained", "orchestrated"]
+        .into_iter()
+        .filter(|mode| measurements.iter().any(|m| m.mode == *mode))
+        .collect();
+    let mut header = vec!["clients".to_owned()];
+    for mode in &modes {
+        header.extend([
+            format!("{mode} flows/s"),
+            "mean ms".into(),
+            "p99 ms".into(),
+            "errors".into(),
+        ]);
+    }
+    if modes.len() == 2 {
+        header.push("chained / orchestrated".into());
+    }
+    let mut lines = vec![
+        format!("| {} |", header.join(" | ")),
+        format!("|{}", " --- |".repeat(header.len())),
+    ];
+    for &clients in levels {
+        let mut cells = vec![clients.to_string()];
+        for mode in &modes {
+            match find(clients, mode) {
+                Some(m) => cells.extend([
+                    format!("{:.1}", m.flows_per_second),
+                    format!("{:.2}", m.mean_ms),
+                    format!("{:.2}", m.p99_ms),
+                    format!("{:.2}%", 100.0 * m.error_rate),
+                ]),
+                None => cells.extend(["–".to_owned(), "–".into(), "–".into(), "–".into()]),
+            }
+        }
+        if let (Some(chained), Some(orchestrated)) =
+            (find(clients, "chained"), find(clients, "orchestrated"))
+        {
+            cells.push(format!(
+                "{:.2}x",
+                chained.flows_per_second / orchestrated.flows_per_second
+            ));
+        }
+        lines.push(format!("| {} |", cells.join(" | ")));
+    }
+    lines.join("\n")
+}
+
+/// CPU time per flow by process, a row per measurement.
+fn cpu_table(measurements: &[Measurement]) -> String {
+    let mut lines = vec![
+        "| clients | mode | caller | sensor service | read | keep_temperature | value | moving_average | total |".to_owned(),
+        format!("|{}", " --- |".repeat(9)),
+    ];
+    for m in measurements {
+        lines.push(format!(
+            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            m.clients,
+            m.mode,
+            m.cpu_caller_us,
+            m.cpu_sensor_service_us,
+            m.cpu_read_us,
+            m.cpu_keep_temperature_us,
+            m.cpu_value_us,
+            m.cpu_moving_average_us,
+            m.cpu_total_us
+        ));
+    }
+    lines.join("\n")
+}
+
+fn write_csv(path: &std::path::Path, measurements: &[Measurement]) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_path(path)?;
+    for measurement in measurements {
+        writer.serialize(measurement)?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_are_nearest_ranks() {
+        let values: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(nearest_rank(&values, 0.99), Some(Duration::from_millis(99)));
+        assert_eq!(nearest_rank(&values, 0.50), Some(Duration::from_millis(50)));
+        assert_eq!(
+            nearest_rank(&values[..1], 0.99),
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(nearest_rank(&[], 0.99), None);
+    }
+}

@@ -1,0 +1,117 @@
+//! The binary as a user runs it: the default run on the local platform, the load test over
+//! one HTTP service per function, and clear errors for bad flags.
+
+use std::process::{Command, Output};
+
+fn sensors(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sensors"))
+        .args(args)
+        .env_remove("FERRY_ROLE")
+        .env_remove("FERRY_BACKEND")
+        .env("FERRY_PROGRESS", "never")
+        .output()
+        .expect("run sensors")
+}
+
+fn stdout_of(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "sensors failed:\n{stderr}");
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn the_default_run_prints_the_average_of_the_temperatures_it_read() {
+    for backend in ["local", "inline"] {
+        let output = sensors(&["--backend", backend, "--readings", "500", "--json"]);
+        let stdout = stdout_of(&output);
+        let summary: serde_json::Value =
+            serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(summary["readings"], 500, "{stdout}");
+        assert_eq!(summary["backend"], backend);
+        assert!(summary["temperatures"].as_u64().unwrap() > 50, "{stdout}");
+        // One client: one instance saw every temperature, in order.
+        assert_eq!(
+            summary["moving_average"], summary["direct_average"],
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("readings were temperatures; moving average"),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn the_load_test_measures_both_modes_without_errors() {
+    let directory = std::env::temp_dir().join(format!("sensors-load-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let csv = directory.join("load.csv");
+    let output = sensors(&[
+        "load",
+        "--clients",
+        "1,4",
+        "--seconds",
+        "0.5",
+        "--warm-up",
+        "0.2",
+        "--rows",
+        "2000",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let stdout = stdout_of(&output);
+    let mut tables = stdout.split("\n\n");
+    let table: Vec<&str> = tables.next().unwrap().lines().collect();
+    assert_eq!(table.len(), 4, "{stdout}");
+    assert!(table[0].contains("chained flows/s") && table[0].contains("orchestrated flows/s"));
+    for (row, clients) in table[2..].iter().zip(["1", "4"]) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells[0], clients, "{row}");
+        assert_eq!((cells[4], cells[8]), ("0.00%", "0.00%"), "{row}");
+        assert!(cells[1].parse::<f64>().unwrap() > 0.0, "{row}");
+        assert!(cells[9].ends_with('x'), "{row}");
+    }
+    // CPU per flow by process (whole clock ticks: a short run may see none in a process).
+    let cpu: Vec<&str> = tables.next().unwrap().lines().collect();
+    assert_eq!(cpu.len(), 6, "{stdout}");
+    for row in &cpu[2..] {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 9, "{row}");
+        let cpu: Vec<f64> = cells[2..].iter().map(|c| c.parse().unwrap()).collect();
+        assert!(cpu.iter().all(|&us| us >= 0.0) && cpu[6] > 0.0, "{row}");
+    }
+    let records = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = records.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "mode,clients,seconds,flows,errors,flows_per_second,mean_ms,p50_ms,p99_ms,error_rate,temperatures,\
+         cpu_caller_us,cpu_sensor_service_us,cpu_read_us,cpu_keep_temperature_us,cpu_value_us,\
+         cpu_moving_average_us,cpu_total_us"
+    );
+    assert_eq!(lines.count(), 4);
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn bad_flags_are_refused_with_the_reason() {
+    for (args, message) in [
+        (
+            &["load", "--clients", "1,0"][..],
+            "--clients must be positive",
+        ),
+        (
+            &["load", "--seconds", "0"][..],
+            "--seconds must be a positive number",
+        ),
+        (
+            &["--backend", "lambda"][..],
+            "invalid value 'lambda' for '--backend",
+        ),
+        (&["--rows", "0"][..], "invalid value '0' for '--rows"),
+    ] {
+        let output = sensors(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
