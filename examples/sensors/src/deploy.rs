@@ -1,8 +1,10 @@
 //! A deployment like Knative's or Cloud Run's, on loopback: the sensor service, and one HTTP
-//! service per stage of the flow — each a process of the example binary in ferry's HTTP service
-//! mode (`FERRY_ROLE=http`). Every stage's service is given the URLs of the stages after it
+//! service per function — each a process of the example binary in ferry's HTTP service mode
+//! (`FERRY_ROLE=http`). Every stage's service is given the URLs of the stages after it
 //! (`FERRY_BACKEND=http`, `FERRY_HTTP_ROUTES`), so a chained flow goes from service to service
-//! directly; [`Deployment::http_config`] routes a caller to every stage, for orchestrated flows.
+//! directly; the orchestrating function's service is given every stage's URL;
+//! [`Deployment::http_config`] routes a caller to every function. [`Topology::Single`] serves
+//! every function from one service instead.
 //!
 //! Services start last stage first, each on a port of its own choosing, so the URLs a service is
 //! given are known when it starts. Processes are killed when the [`Deployment`] is dropped, and
@@ -17,7 +19,7 @@ use std::time::Duration;
 
 use ferry::HttpConfig;
 
-use crate::pipeline::stage_names;
+use crate::pipeline::{orchestrator_name, stage_names};
 use crate::service::{LISTENING, SENSORS_URL_VAR};
 
 /// How long a process may take to say where it listens.
@@ -153,21 +155,55 @@ pub fn start_sensor_service(program: &Path, rows: usize, seed: u64) -> Result<Pr
     Process::start(command, "sensor service", LISTENING)
 }
 
-/// The sensor service and one service per stage.
+/// How the functions are deployed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Topology {
+    /// One service per function, as on Knative or Cloud Run: each stage's service calls the
+    /// next stage's service, and the orchestrating function has a service of its own that
+    /// calls every stage's.
+    #[default]
+    PerFunction,
+    /// One service for every function (what `FERRY_ROLE=http` serves by default): a chained
+    /// stage runs the next one in the same process, and so does the orchestrating function.
+    Single,
+}
+
+impl Topology {
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::PerFunction => "per-function",
+            Self::Single => "single",
+        }
+    }
+}
+
+/// The sensor service and the services of the functions.
 #[derive(Debug)]
 pub struct Deployment {
-    // Dropped in this order: the stages before the sensor service they read from.
-    stages: Vec<(&'static str, Process)>,
+    // Dropped in this order: the services before the sensor service they read from.
+    services: Vec<(&'static str, Process)>,
+    /// Each function's route: the stages in flow order, then the orchestrator.
+    routes: Vec<(&'static str, String)>,
     sensor: Process,
 }
 
 impl Deployment {
-    /// Starts the sensor service over `rows` generated rows from `seed`, then the four stage
-    /// services, all processes of `program`.
+    /// Starts the sensor service over `rows` generated rows from `seed`, then one service per
+    /// function, all processes of `program`.
     pub fn start(program: &Path, rows: usize, seed: u64) -> Result<Self, StartError> {
+        Self::start_as(program, rows, seed, Topology::PerFunction)
+    }
+
+    /// Starts the sensor service, then the functions' services as `topology` says.
+    pub fn start_as(
+        program: &Path,
+        rows: usize,
+        seed: u64,
+        topology: Topology,
+    ) -> Result<Self, StartError> {
         let sensor = start_sensor_service(program, rows, seed)?;
-        let mut stages: Vec<(&'static str, Process)> = Vec::new();
-        for name in stage_names().into_iter().rev() {
+        let service = |name: &str, routes: &[(&'static str, String)]| {
             let mut command = Command::new(program);
             command
                 .env("FERRY_ROLE", "http")
@@ -175,25 +211,52 @@ impl Deployment {
                 .env(SENSORS_URL_VAR, sensor.url())
                 .env_remove("FERRY_HTTP_URL")
                 .env_remove("FERRY_HTTP_URL_TEMPLATE");
-            if stages.is_empty() {
-                // The last stage calls nothing: it answers with the flow's output.
+            if routes.is_empty() {
+                // Calls nothing elsewhere: whatever it invokes runs in the same process.
                 command
                     .env_remove("FERRY_BACKEND")
                     .env_remove("FERRY_HTTP_ROUTES");
             } else {
-                let routes: Vec<String> = stages
+                let routes: Vec<String> = routes
                     .iter()
-                    .map(|(later, service)| format!("{later}={}", function_url(service, later)))
+                    .map(|(function, url)| format!("{function}={url}"))
                     .collect();
                 command
                     .env("FERRY_BACKEND", "http")
                     .env("FERRY_HTTP_ROUTES", routes.join(","));
             }
-            let service = Process::start(command, &format!("{name} service"), FERRY_LISTENING)?;
-            stages.push((name, service));
+            Process::start(command, &format!("{name} service"), FERRY_LISTENING)
+        };
+        let mut services: Vec<(&'static str, Process)> = Vec::new();
+        let mut routes: Vec<(&'static str, String)> = Vec::new();
+        match topology {
+            Topology::PerFunction => {
+                // Last stage first: a service is given the routes of the stages after it.
+                for name in stage_names().into_iter().rev() {
+                    let started = service(name, &routes)?;
+                    routes.insert(0, (name, function_url(&started, name)));
+                    services.insert(0, (name, started));
+                }
+                let orchestrator = orchestrator_name();
+                let started = service(orchestrator, &routes)?;
+                routes.push((orchestrator, function_url(&started, orchestrator)));
+                services.push((orchestrator, started));
+            }
+            Topology::Single => {
+                let started = service("every function", &[])?;
+                routes = stage_names()
+                    .into_iter()
+                    .chain([orchestrator_name()])
+                    .map(|name| (name, function_url(&started, name)))
+                    .collect();
+                services.push(("every function", started));
+            }
         }
-        stages.reverse();
-        Ok(Self { stages, sensor })
+        Ok(Self {
+            services,
+            routes,
+            sensor,
+        })
     }
 
     /// The sensor service's base URL.
@@ -203,25 +266,27 @@ impl Deployment {
 
     /// Each stage's function name and the URL of its route, in flow order.
     pub fn routes(&self) -> Vec<(&'static str, String)> {
-        self.stages
+        let stages = stage_names();
+        self.routes
             .iter()
-            .map(|(name, service)| (*name, function_url(service, name)))
+            .filter(|(name, _)| stages.contains(name))
+            .cloned()
             .collect()
     }
 
-    /// Every process with what it serves: the sensor service, then the stages in flow order.
+    /// Every process with what it serves: the sensor service, then the functions' services.
     pub fn processes(&self) -> Vec<(&'static str, &Process)> {
         std::iter::once(("sensor service", &self.sensor))
-            .chain(self.stages.iter().map(|(name, service)| (*name, service)))
+            .chain(self.services.iter().map(|(name, service)| (*name, service)))
             .collect()
     }
 
-    /// A caller's configuration: every stage at its own service.
+    /// A caller's configuration: every function at its route.
     pub fn http_config(&self) -> HttpConfig {
-        self.routes()
-            .into_iter()
+        self.routes
+            .iter()
             .fold(HttpConfig::new(""), |config, (name, url)| {
-                config.route(name, url)
+                config.route(*name, url.clone())
             })
     }
 }

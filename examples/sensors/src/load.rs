@@ -5,14 +5,62 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use clap::Args;
-use ferry::Context;
-use sensors::deploy::{Deployment, cpu_time};
-use sensors::pipeline::pipeline;
+use clap::{Args, ValueEnum};
+use ferry::{Context, FlowMode};
+use sensors::deploy::{Deployment, Topology, cpu_time};
+use sensors::pipeline::{Orchestrate, pipeline};
 use sensors::service::Row;
 use serde::Serialize;
 
-use crate::{DataArgs, Mode};
+use crate::DataArgs;
+
+/// How a client runs a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoadMode {
+    /// The client invokes the first stage; each stage's service invokes the next.
+    Chained,
+    /// The client invokes each stage in turn.
+    Orchestrated,
+    /// The client invokes an orchestrating function, which invokes each stage in turn (the
+    /// OpenFaaS orchestrator function).
+    Orchestrator,
+}
+
+impl LoadMode {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Chained => "chained",
+            Self::Orchestrated => "orchestrated",
+            Self::Orchestrator => "orchestrator",
+        }
+    }
+
+    async fn run(self, ctx: &Context, row: Row) -> ferry::Result<Option<f64>> {
+        match self {
+            Self::Chained => pipeline().run(ctx, row).await,
+            Self::Orchestrated => pipeline().mode(FlowMode::Orchestrated).run(ctx, row).await,
+            Self::Orchestrator => ctx.call(Orchestrate { row }).await,
+        }
+    }
+}
+
+/// How the functions are deployed, as a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TopologyArg {
+    /// One service per function (Knative, Cloud Run).
+    PerFunction,
+    /// One service for every function.
+    Single,
+}
+
+impl From<TopologyArg> for Topology {
+    fn from(arg: TopologyArg) -> Self {
+        match arg {
+            TopologyArg::PerFunction => Self::PerFunction,
+            TopologyArg::Single => Self::Single,
+        }
+    }
+}
 
 /// What the load test measures.
 #[derive(Debug, Args)]
@@ -29,9 +77,16 @@ pub struct LoadArgs {
     /// Seconds a client waits for one flow before counting it as an error (hey's default).
     #[arg(long, default_value_t = 20.0)]
     timeout: f64,
-    /// Modes to measure; at each level they alternate which goes first.
-    #[arg(long, value_delimiter = ',', default_value = "chained,orchestrated")]
-    modes: Vec<Mode>,
+    /// Modes to measure; at each level they take turns going first.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "chained,orchestrated,orchestrator"
+    )]
+    modes: Vec<LoadMode>,
+    /// One service per function, or one for all.
+    #[arg(long, default_value = "per-function")]
+    pub topology: TopologyArg,
     #[command(flatten)]
     pub data: DataArgs,
     /// Also write every measurement to this CSV.
@@ -59,7 +114,7 @@ impl LoadArgs {
             ));
         }
         if self.modes.is_empty() {
-            return Err("--modes needs chained, orchestrated or both".into());
+            return Err("--modes needs one or more of chained, orchestrated, orchestrator".into());
         }
         Ok(())
     }
@@ -82,30 +137,43 @@ pub struct Measurement {
     error_rate: f64,
     /// Flows that reached the moving average.
     temperatures: u64,
-    /// CPU time per completed flow, in microseconds, of each process: the caller (this load
-    /// generator), the sensor service, and each stage's service.
+    topology: &'static str,
+    /// CPU time per completed flow, in microseconds: the caller (this load generator), the
+    /// sensor service, the functions' services together, and all of them.
     cpu_caller_us: f64,
     cpu_sensor_service_us: f64,
-    cpu_read_us: f64,
-    cpu_keep_temperature_us: f64,
-    cpu_value_us: f64,
-    cpu_moving_average_us: f64,
+    cpu_functions_us: f64,
     cpu_total_us: f64,
+    /// CPU time per completed flow of each function's service, in deployment order.
+    #[serde(skip)]
+    cpu_by_service_us: Vec<f64>,
 }
 
 /// The processes whose CPU time a measurement splits: this one, then the deployment's.
-struct Processes(Vec<u32>);
+struct Processes {
+    pids: Vec<u32>,
+    names: Vec<&'static str>,
+    topology: &'static str,
+}
 
 impl Processes {
-    fn of(deployment: &Deployment) -> Self {
+    fn of(deployment: &Deployment, topology: Topology) -> Self {
         let mut pids = vec![std::process::id()];
-        pids.extend(deployment.processes().iter().map(|(_, p)| p.id()));
-        Self(pids)
+        let mut names = vec!["caller"];
+        for (name, process) in deployment.processes() {
+            pids.push(process.id());
+            names.push(name);
+        }
+        Self {
+            pids,
+            names,
+            topology: topology.name(),
+        }
     }
 
     /// Each process's CPU time so far (zero for one that is gone).
     fn cpu_times(&self) -> Vec<Duration> {
-        self.0
+        self.pids
             .iter()
             .map(|&pid| cpu_time(pid).unwrap_or_default())
             .collect()
@@ -135,14 +203,13 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
     let seconds = Duration::from_secs_f64(args.seconds);
     let warm_up = Duration::from_secs_f64(args.warm_up);
     let timeout = Duration::from_secs_f64(args.timeout);
-    let processes = Processes::of(&deployment);
+    let processes = Processes::of(&deployment, args.topology.into());
     let mut measurements = Vec::new();
     for (level, &clients) in args.clients.iter().enumerate() {
         let mut modes = args.modes.clone();
-        // Neither mode always runs on a machine the other just warmed (or tired).
-        if level % 2 == 1 {
-            modes.reverse();
-        }
+        // No mode always runs on a machine another just warmed (or tired).
+        let turn = level % modes.len();
+        modes.rotate_left(turn);
         for mode in modes {
             if !warm_up.is_zero() {
                 measure(&ctx, &processes, mode, clients, warm_up, timeout).await;
@@ -165,7 +232,7 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
     }
     println!("{}", table(&args.clients, &measurements));
     println!();
-    println!("{}", cpu_table(&measurements));
+    println!("{}", cpu_table(&processes.names, &measurements));
     if let Some(path) = &args.csv {
         write_csv(path, &measurements)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -179,23 +246,22 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
 async fn measure(
     ctx: &Context,
     processes: &Processes,
-    mode: Mode,
+    mode: LoadMode,
     clients: usize,
     duration: Duration,
     timeout: Duration,
 ) -> (Measurement, Option<String>) {
-    let flow = pipeline().mode(mode.flow_mode());
     let cpu_before = processes.cpu_times();
     let started = Instant::now();
     let deadline = started + duration;
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
-            let (flow, ctx) = (flow.clone(), ctx.clone());
+            let ctx = ctx.clone();
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 while Instant::now() < deadline {
                     let sent = Instant::now();
-                    let outcome = tokio::time::timeout(timeout, flow.run(&ctx, Row::Next)).await;
+                    let outcome = tokio::time::timeout(timeout, mode.run(&ctx, Row::Next)).await;
                     match outcome {
                         Ok(Ok(output)) => {
                             tally.latencies.push(sent.elapsed());
@@ -266,13 +332,12 @@ async fn measure(
         p99_ms: nearest_rank(&total.latencies, 0.99).map_or(0.0, ms),
         error_rate: total.errors as f64 / (flows + total.errors).max(1) as f64,
         temperatures: total.temperatures,
+        topology: processes.topology,
         cpu_caller_us: cpu(0),
         cpu_sensor_service_us: cpu(1),
-        cpu_read_us: cpu(2),
-        cpu_keep_temperature_us: cpu(3),
-        cpu_value_us: cpu(4),
-        cpu_moving_average_us: cpu(5),
+        cpu_functions_us: cpu_us.iter().skip(2).sum(),
         cpu_total_us: cpu_us.iter().sum(),
+        cpu_by_service_us: cpu_us.iter().skip(2).copied().collect(),
     };
     (measurement, total.first_error)
 }
@@ -290,7 +355,7 @@ fn table(levels: &[usize], measurements: &[Measurement]) -> String {
             .iter()
             .find(|m| m.clients == clients && m.mode == mode)
     };
-    let modes: Vec<&str> = ["chained", "orchestrated"]
+    let modes: Vec<&str> = ["chained", "orchestrated", "orchestrator"]
         .into_iter()
         .filter(|mode| measurements.iter().any(|m| m.mode == *mode))
         .collect();
@@ -303,8 +368,13 @@ fn table(levels: &[usize], measurements: &[Measurement]) -> String {
             "errors".into(),
         ]);
     }
-    if modes.len() == 2 {
-        header.push("chained / orchestrated".into());
+    let baselines: Vec<&str> = modes
+        .iter()
+        .copied()
+        .filter(|mode| *mode != "chained" && modes.contains(&"chained"))
+        .collect();
+    for baseline in &baselines {
+        header.push(format!("chained / {baseline}"));
     }
     let mut lines = vec![
         format!("| {} |", header.join(" | ")),
@@ -323,13 +393,14 @@ fn table(levels: &[usize], measurements: &[Measurement]) -> String {
                 None => cells.extend(["–".to_owned(), "–".into(), "–".into(), "–".into()]),
             }
         }
-        if let (Some(chained), Some(orchestrated)) =
-            (find(clients, "chained"), find(clients, "orchestrated"))
-        {
-            cells.push(format!(
-                "{:.2}x",
-                chained.flows_per_second / orchestrated.flows_per_second
-            ));
+        for baseline in &baselines {
+            match (find(clients, "chained"), find(clients, baseline)) {
+                (Some(chained), Some(other)) => cells.push(format!(
+                    "{:.2}x",
+                    chained.flows_per_second / other.flows_per_second
+                )),
+                _ => cells.push("–".into()),
+            }
         }
         lines.push(format!("| {} |", cells.join(" | ")));
     }
@@ -337,24 +408,25 @@ fn table(levels: &[usize], measurements: &[Measurement]) -> String {
 }
 
 /// CPU time per flow by process, a row per measurement.
-fn cpu_table(measurements: &[Measurement]) -> String {
+fn cpu_table(names: &[&str], measurements: &[Measurement]) -> String {
+    let services = names.get(2..).unwrap_or_default();
+    let mut header = vec!["clients", "mode", "caller", "sensor service"];
+    header.extend(services);
+    header.push("total");
     let mut lines = vec![
-        "| clients | mode | caller | sensor service | read | keep_temperature | value | moving_average | total |".to_owned(),
-        format!("|{}", " --- |".repeat(9)),
+        format!("| {} |", header.join(" | ")),
+        format!("|{}", " --- |".repeat(header.len())),
     ];
     for m in measurements {
-        lines.push(format!(
-            "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
-            m.clients,
-            m.mode,
-            m.cpu_caller_us,
-            m.cpu_sensor_service_us,
-            m.cpu_read_us,
-            m.cpu_keep_temperature_us,
-            m.cpu_value_us,
-            m.cpu_moving_average_us,
-            m.cpu_total_us
-        ));
+        let mut cells = vec![
+            m.clients.to_string(),
+            m.mode.to_owned(),
+            format!("{:.0}", m.cpu_caller_us),
+            format!("{:.0}", m.cpu_sensor_service_us),
+        ];
+        cells.extend(m.cpu_by_service_us.iter().map(|us| format!("{us:.0}")));
+        cells.push(format!("{:.0}", m.cpu_total_us));
+        lines.push(format!("| {} |", cells.join(" | ")));
     }
     lines.join("\n")
 }

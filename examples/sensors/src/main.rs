@@ -166,10 +166,11 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
-            let deployment = match sensors::deploy::Deployment::start(
+            let deployment = match sensors::deploy::Deployment::start_as(
                 &program,
                 args.data.rows,
                 args.data.seed,
+                args.topology.into(),
             ) {
                 Ok(deployment) => deployment,
                 Err(error) => {

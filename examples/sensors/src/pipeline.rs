@@ -29,19 +29,19 @@ pub async fn read(ctx: Context, row: Row) -> Result<Reading, ReadError> {
 struct ProcessClient(Result<SensorClient, ReadError>);
 
 /// The reading if it is a temperature; `None` ends the flow for any other variable.
-#[ferry::function]
+#[ferry::function(concurrency = 256)]
 pub fn keep_temperature(reading: Reading) -> Option<Reading> {
     (reading.variable == TEMPERATURE).then_some(reading)
 }
 
 /// The reading's value.
-#[ferry::function]
+#[ferry::function(concurrency = 256)]
 pub fn value(reading: Reading) -> f64 {
     reading.value
 }
 
 /// Folds `value` into this instance's running average and returns the average so far.
-#[ferry::function]
+#[ferry::function(concurrency = 256)]
 pub fn moving_average(ctx: &Context, value: f64) -> f64 {
     let placed = ctx.instance(|| PlacedAverage(Mutex::new(RunningAverage::default())));
     let mut average = placed.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -84,6 +84,21 @@ pub fn pipeline() -> Flow<Row, f64> {
         .then::<KeepTemperature>()
         .then::<Value>()
         .then::<MovingAverage>()
+}
+
+/// Runs the flow orchestrated from inside a function: the orchestrating function of an
+/// OpenFaaS-style deployment, which clients call and which calls each stage in turn.
+#[ferry::function(concurrency = 256, timeout = "60s")]
+pub async fn orchestrate(ctx: Context, row: Row) -> ferry::Result<Option<f64>> {
+    pipeline()
+        .mode(ferry::FlowMode::Orchestrated)
+        .run(&ctx, row)
+        .await
+}
+
+/// The name of [`orchestrate`]'s function.
+pub fn orchestrator_name() -> &'static str {
+    <Orchestrate as ferry::Function>::DESCRIPTOR.name
 }
 
 /// The stages' names, in order: the functions a deployment serves, one service each.

@@ -42,7 +42,7 @@ fn the_default_run_prints_the_average_of_the_temperatures_it_read() {
 }
 
 #[test]
-fn the_load_test_measures_both_modes_without_errors() {
+fn the_load_test_measures_every_mode_without_errors() {
     let directory = std::env::temp_dir().join(format!("sensors-load-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let csv = directory.join("load.csv");
@@ -63,33 +63,81 @@ fn the_load_test_measures_both_modes_without_errors() {
     let mut tables = stdout.split("\n\n");
     let table: Vec<&str> = tables.next().unwrap().lines().collect();
     assert_eq!(table.len(), 4, "{stdout}");
-    assert!(table[0].contains("chained flows/s") && table[0].contains("orchestrated flows/s"));
+    for mode in ["chained", "orchestrated", "orchestrator"] {
+        assert!(table[0].contains(&format!("{mode} flows/s")), "{stdout}");
+    }
     for (row, clients) in table[2..].iter().zip(["1", "4"]) {
         let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 15, "{row}");
         assert_eq!(cells[0], clients, "{row}");
-        assert_eq!((cells[4], cells[8]), ("0.00%", "0.00%"), "{row}");
-        assert!(cells[1].parse::<f64>().unwrap() > 0.0, "{row}");
-        assert!(cells[9].ends_with('x'), "{row}");
+        assert_eq!(
+            (cells[4], cells[8], cells[12]),
+            ("0.00%", "0.00%", "0.00%"),
+            "{row}"
+        );
+        for flows in [cells[1], cells[5], cells[9]] {
+            assert!(flows.parse::<f64>().unwrap() > 0.0, "{row}");
+        }
+        assert!(
+            cells[13].ends_with('x') && cells[14].ends_with('x'),
+            "{row}"
+        );
     }
-    // CPU per flow by process (whole clock ticks: a short run may see none in a process).
+    // CPU per flow by process: the caller, the sensor service, the four stages' services and
+    // the orchestrator's (whole clock ticks: a short run may see none in a process).
     let cpu: Vec<&str> = tables.next().unwrap().lines().collect();
-    assert_eq!(cpu.len(), 6, "{stdout}");
+    assert_eq!(cpu.len(), 8, "{stdout}");
+    assert!(
+        cpu[0].contains("orchestrate") && cpu[0].contains("read"),
+        "{stdout}"
+    );
     for row in &cpu[2..] {
         let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
-        assert_eq!(cells.len(), 9, "{row}");
+        assert_eq!(cells.len(), 10, "{row}");
         let cpu: Vec<f64> = cells[2..].iter().map(|c| c.parse().unwrap()).collect();
-        assert!(cpu.iter().all(|&us| us >= 0.0) && cpu[6] > 0.0, "{row}");
+        assert!(cpu.iter().all(|&us| us >= 0.0) && cpu[7] > 0.0, "{row}");
     }
     let records = std::fs::read_to_string(&csv).unwrap();
     let mut lines = records.lines();
     assert_eq!(
         lines.next().unwrap(),
         "mode,clients,seconds,flows,errors,flows_per_second,mean_ms,p50_ms,p99_ms,error_rate,temperatures,\
-         cpu_caller_us,cpu_sensor_service_us,cpu_read_us,cpu_keep_temperature_us,cpu_value_us,\
-         cpu_moving_average_us,cpu_total_us"
+         topology,cpu_caller_us,cpu_sensor_service_us,cpu_functions_us,cpu_total_us"
     );
-    assert_eq!(lines.count(), 4);
+    assert_eq!(lines.count(), 6);
     std::fs::remove_dir_all(&directory).unwrap();
+}
+
+#[test]
+fn one_service_can_serve_every_function() {
+    let output = sensors(&[
+        "load",
+        "--topology",
+        "single",
+        "--modes",
+        "chained,orchestrator",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.5",
+        "--warm-up",
+        "0",
+        "--rows",
+        "2000",
+    ]);
+    let stdout = stdout_of(&output);
+    let mut tables = stdout.split("\n\n");
+    let table: Vec<&str> = tables.next().unwrap().lines().collect();
+    let cells: Vec<&str> = table[2]
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(cells.len(), 10, "{stdout}");
+    assert_eq!((cells[4], cells[8]), ("0.00%", "0.00%"), "{stdout}");
+    assert!(cells[9].ends_with('x'), "{stdout}");
+    let cpu: Vec<&str> = tables.next().unwrap().lines().collect();
+    assert!(cpu[0].contains("every function"), "{stdout}");
 }
 
 #[test]
