@@ -6,18 +6,26 @@
 //!
 //! - alone, a task knows only what it found itself;
 //! - with a shared bound, every task offers what it finds to a Redis `MaxRegister`
-//!   ([`ferry::state`]) and reads the others' finds every [`SYNC_EVERY`] nodes, so a good
-//!   solution found anywhere prunes everywhere.
+//!   ([`ferry::state`]) and reads the others' finds at most every [`SYNC_INTERVAL`] (looking at
+//!   the clock every [`CLOCK_EVERY`] nodes), so a good solution found anywhere prunes
+//!   everywhere.
 //!
-//! The instance is generated from a seed in every process (strongly correlated weights and
-//! values, the hard kind), so a task's arguments are a few numbers.
+//! The instance is generated from a [`Family`] and a seed in every process, so a task's
+//! arguments are a few numbers.
+
+use std::time::{Duration, Instant};
 
 use ferry::Context;
 use ferry::state::Store;
 use serde::{Deserialize, Serialize};
 
-/// Nodes a task explores between two looks at the shared bound.
-pub const SYNC_EVERY: u64 = 2_048;
+/// Nodes a task explores between two looks at the clock.
+pub const CLOCK_EVERY: u64 = 2_048;
+
+/// The least time between two looks at the shared bound. An offer and a read cost two Redis
+/// round trips (tens of microseconds), about what 2,048 nodes cost, so syncing on a node count
+/// alone doubled the time of a long search; every 2 ms keeps that cost to a few percent.
+pub const SYNC_INTERVAL: Duration = Duration::from_millis(2);
 
 /// An item, as sorted for the search: densest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,10 +42,31 @@ pub struct Instance {
     pub capacity: u64,
 }
 
+/// The kinds of instance [`Instance::generate`] makes. Both are hard for a branch and bound with
+/// the fractional bound, in different ways.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// Weights in 100..=1100, each value its weight plus 100, capacity half the total weight.
+    /// Every item is nearly as dense as every other, so the bound prunes little until the
+    /// search finds a packing that nearly fills the knapsack; how long proving it optimal then
+    /// takes varies a lot from seed to seed (milliseconds up to 63 items, often seconds from
+    /// about 100).
+    #[default]
+    StronglyCorrelated,
+    /// Subset sum: even weights in 2..=10,000, each value its weight, an odd capacity (about
+    /// half the total weight). No packing fills the knapsack, so the bound (the capacity) stays
+    /// above the best value (the capacity minus one, from about 20 items) and the search is
+    /// nearly exhaustive: the cost roughly doubles with each item and varies little with the
+    /// seed (seconds at about 30 items), while the optimum turns up within a few thousand nodes.
+    EvenOdd,
+}
+
 impl Instance {
-    /// `n` items from `seed`: weights in 100..=1100, each value its weight plus 100 (strongly
-    /// correlated), capacity half the total weight.
-    pub fn generate(n: usize, seed: u64) -> Self {
+    /// `n` items of `family` from `seed`.
+    pub fn generate(family: Family, n: usize, seed: u64) -> Self {
         let mut state = seed;
         let mut next = || {
             // splitmix64
@@ -48,17 +77,30 @@ impl Instance {
             z ^ (z >> 31)
         };
         let mut items: Vec<Item> = (0..n)
-            .map(|_| {
-                let weight = 100 + next() % 1_001;
-                Item {
-                    weight,
-                    value: weight + 100,
+            .map(|_| match family {
+                Family::StronglyCorrelated => {
+                    let weight = 100 + next() % 1_001;
+                    Item {
+                        weight,
+                        value: weight + 100,
+                    }
+                }
+                Family::EvenOdd => {
+                    let weight = 2 * (1 + next() % 5_000);
+                    Item {
+                        weight,
+                        value: weight,
+                    }
                 }
             })
             .collect();
         // Densest first: value/weight, compared without floats.
         items.sort_by(|a, b| (b.value * a.weight).cmp(&(a.value * b.weight)));
-        let capacity = items.iter().map(|i| i.weight).sum::<u64>() / 2;
+        let half = items.iter().map(|i| i.weight).sum::<u64>() / 2;
+        let capacity = match family {
+            Family::StronglyCorrelated => half,
+            Family::EvenOdd => half | 1,
+        };
         Self { items, capacity }
     }
 
@@ -129,6 +171,16 @@ impl Incumbent for SharedBound {
     }
 }
 
+/// The prefix of the `rank`-th of the `2^depth` subtrees in the order a sequential depth-first
+/// search (take before leave) reaches them: all `depth` items taken first, none taken last.
+/// Handing tasks out in this order lets the first ones find what the sequential search finds
+/// first, so a shared bound prunes the later ones as the sequential search would.
+pub fn prefix_in_search_order(rank: u64, depth: u32) -> u64 {
+    (0..depth)
+        .filter(|&i| rank >> (depth - 1 - i) & 1 == 0)
+        .fold(0, |prefix, i| prefix | 1 << i)
+}
+
 /// Searches the subtree whose first `depth` decisions are the bits of `prefix` (bit `i` set:
 /// item `i` taken).
 pub async fn search(
@@ -149,12 +201,14 @@ pub async fn search(
         return Ok(explored);
     }
     let mut known = incumbent.refresh(0).await?;
+    let mut synced = Instant::now();
     // Depth-first over (next item, weight, value); "take" is pushed last so it is tried first.
     let mut stack = vec![(depth, weight, value)];
     while let Some((next, weight, value)) = stack.pop() {
         explored.nodes += 1;
-        if explored.nodes % SYNC_EVERY == 0 {
+        if explored.nodes % CLOCK_EVERY == 0 && synced.elapsed() >= SYNC_INTERVAL {
             known = incumbent.refresh(explored.best.max(known)).await?;
+            synced = Instant::now();
         }
         if value > explored.best {
             explored.best = value;
@@ -180,13 +234,14 @@ pub async fn search(
 #[ferry::function(timeout = "600s", concurrency = 1)]
 pub async fn explore(
     ctx: Context,
+    family: Family,
     items: u32,
     seed: u64,
     prefix: u64,
     depth: u32,
     shared: Option<String>,
 ) -> ferry::Result<Explored> {
-    let instance = Instance::generate(items as usize, seed);
+    let instance = Instance::generate(family, items as usize, seed);
     match shared {
         None => search(&instance, prefix, depth as usize, &mut Alone).await,
         Some(namespace) => {

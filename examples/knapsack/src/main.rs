@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release -p knapsack -- --items 44 --tasks 64                 # alone only
 //! FERRY_REDIS_URL=redis://127.0.0.1:6379 cargo run --release -p knapsack -- --items 44 --tasks 64 --shared
+//! cargo run --release -p knapsack -- --family even-odd --items 30 --tasks 64
 //! ```
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -10,7 +11,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, ensure};
 use clap::Parser;
 use ferry::{BackendKind, Context};
-use knapsack::{Alone, Explore, Explored, Instance, search};
+use knapsack::{Alone, Explore, Explored, Family, Instance, prefix_in_search_order, search};
 
 #[derive(Debug, Parser)]
 #[command(about = "0/1 knapsack by branch and bound over ferry invocations")]
@@ -18,8 +19,11 @@ struct Args {
     /// Where the invocations run.
     #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
     backend: BackendKind,
+    /// The kind of instance.
+    #[arg(long, value_enum, default_value_t = Family::StronglyCorrelated)]
+    family: Family,
     /// Items in the instance.
-    #[arg(long, default_value_t = 44, value_parser = clap::value_parser!(u32).range(1..=63))]
+    #[arg(long, default_value_t = 44, value_parser = clap::value_parser!(u32).range(1..=1000))]
     items: u32,
     /// Seed of the instance.
     #[arg(long, default_value_t = 7)]
@@ -41,6 +45,9 @@ struct Run {
     mode: &'static str,
     best: u64,
     nodes: u64,
+    /// The most nodes one task explored: with a shared bound, the run can take no less than
+    /// that task does.
+    largest_task_nodes: u64,
     seconds: f64,
 }
 
@@ -57,11 +64,11 @@ async fn main(ctx: Context) -> anyhow::Result<()> {
         Context::new(args.backend)?
     };
     let depth = args.tasks.trailing_zeros();
-    let instance = Instance::generate(args.items as usize, args.seed);
+    let instance = Instance::generate(args.family, args.items as usize, args.seed);
     let optimum = instance.optimum();
     println!(
-        "{} items, capacity {}, optimum {optimum} (dynamic programming)",
-        args.items, instance.capacity
+        "{:?}, {} items, seed {}, capacity {}, optimum {optimum} (dynamic programming)",
+        args.family, args.items, args.seed, instance.capacity
     );
 
     let started = Instant::now();
@@ -96,13 +103,14 @@ async fn main(ctx: Context) -> anyhow::Result<()> {
             run.best
         );
         println!(
-            "{} ({} tasks on {}): best {}, {} nodes ({:.2}x the sequential search's), {:.3} s, speedup {:.2}x",
+            "{} ({} tasks on {}): best {}, {} nodes ({:.2}x the sequential search's, the largest task {}), {:.3} s, speedup {:.2}x",
             run.mode,
             args.tasks,
             args.backend,
             run.best,
             run.nodes,
             run.nodes as f64 / sequential.nodes as f64,
+            run.largest_task_nodes,
             run.seconds,
             sequential_seconds / run.seconds
         );
@@ -117,6 +125,9 @@ async fn main(ctx: Context) -> anyhow::Result<()> {
         println!(
             "{}",
             serde_json::json!({
+                "family": args.family,
+                "items": args.items,
+                "seed": args.seed,
                 "optimum": optimum,
                 "sequential": { "nodes": sequential.nodes, "seconds": sequential_seconds },
                 "runs": runs,
@@ -140,10 +151,11 @@ async fn distributed(
     };
     let started = Instant::now();
     let results: Vec<Explored> = ctx
-        .map((0..args.tasks).map(|prefix| Explore {
+        .map((0..args.tasks).map(|rank| Explore {
+            family: args.family,
             items: args.items,
             seed: args.seed,
-            prefix,
+            prefix: prefix_in_search_order(rank, depth),
             depth,
             shared: shared.clone(),
         }))
@@ -154,6 +166,7 @@ async fn distributed(
         mode,
         best: results.iter().map(|r| r.best).max().unwrap_or(0),
         nodes: results.iter().map(|r| r.nodes).sum(),
+        largest_task_nodes: results.iter().map(|r| r.nodes).max().unwrap_or(0),
         seconds: started.elapsed().as_secs_f64(),
     })
 }

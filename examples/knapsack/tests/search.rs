@@ -1,13 +1,13 @@
-//! The split search against the optimum by dynamic programming: alone and with the best bound
-//! shared in a real `redis-server`, on the local platform (workers are this example's binary),
-//! and the program end to end.
+//! The split search against the optimum by dynamic programming, for both instance families:
+//! alone and with the best bound shared in a real `redis-server`, on the local platform (workers
+//! are this example's binary), and the program end to end.
 
 use std::path::Path;
 use std::process::Command;
 
 use ferry::{Context, LocalConfig};
 use ferry_tests::redis_server::RedisServer;
-use knapsack::{Alone, Explore, Explored, Instance, search};
+use knapsack::{Alone, Explore, Explored, Family, Instance, prefix_in_search_order, search};
 
 fn workers(redis_url: Option<&str>) -> Context {
     let mut config = LocalConfig::default()
@@ -19,12 +19,20 @@ fn workers(redis_url: Option<&str>) -> Context {
     Context::local(config).expect("local platform")
 }
 
-async fn split(ctx: &Context, items: u32, seed: u64, shared: Option<&str>) -> (u64, u64) {
+/// The best value and the nodes of a 16-task split, handed out as the program does.
+async fn split(
+    ctx: &Context,
+    family: Family,
+    items: u32,
+    seed: u64,
+    shared: Option<&str>,
+) -> (u64, u64) {
     let results: Vec<Explored> = ctx
-        .map((0..16).map(|prefix| Explore {
+        .map((0..16).map(|rank| Explore {
+            family,
             items,
             seed,
-            prefix,
+            prefix: prefix_in_search_order(rank, 4),
             depth: 4,
             shared: shared.map(str::to_owned),
         }))
@@ -37,38 +45,12 @@ async fn split(ctx: &Context, items: u32, seed: u64, shared: Option<&str>) -> (u
     )
 }
 
-#[tokio::test]
-async fn the_sequential_search_finds_the_optimum() {
-    for (items, seed) in [(12, 1), (24, 2), (32, 3)] {
-        let instance = Instance::generate(items, seed);
-        let found = search(&instance, 0, 0, &mut Alone).await.unwrap();
-        assert_eq!(found.best, instance.optimum(), "{items} items, seed {seed}");
-        assert!(found.nodes > 0);
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shared_bound_prunes_more_and_finds_the_same_optimum() {
-    let redis = RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR")));
-    let ctx = workers(Some(&redis.url()));
-    let instance = Instance::generate(40, 11);
-    let optimum = instance.optimum();
-    let (alone_best, alone_nodes) = split(&ctx, 40, 11, None).await;
-    let (shared_best, shared_nodes) = split(&ctx, 40, 11, Some("knapsack-test")).await;
-    assert_eq!((alone_best, shared_best), (optimum, optimum));
-    assert!(
-        shared_nodes < alone_nodes,
-        "shared {shared_nodes} nodes, alone {alone_nodes}"
-    );
-    ctx.shutdown().await;
-}
-
-#[test]
-fn the_program_reports_both_runs() {
-    let redis = RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR")));
+/// Runs the program with `args` on the local platform and returns its JSON summary.
+fn program(redis_url: &str, args: &[&str]) -> serde_json::Value {
     let output = Command::new(env!("CARGO_BIN_EXE_knapsack"))
-        .args(["--items", "36", "--tasks", "16", "--shared", "--json"])
-        .env("FERRY_REDIS_URL", redis.url())
+        .args(args)
+        .args(["--shared", "--json"])
+        .env("FERRY_REDIS_URL", redis_url)
         .env("FERRY_PROGRESS", "never")
         .env_remove("FERRY_BACKEND")
         .output()
@@ -79,10 +61,117 @@ fn the_program_reports_both_runs() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let summary: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().unwrap()).expect("JSON last");
+    serde_json::from_str(stdout.lines().last().unwrap()).expect("JSON last")
+}
+
+#[test]
+fn tasks_are_handed_out_in_the_order_the_sequential_search_reaches_their_subtrees() {
+    let order = |depth| {
+        (0..1u64 << depth)
+            .map(|rank| prefix_in_search_order(rank, depth))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(order(0), [0]);
+    assert_eq!(order(1), [0b1, 0b0]);
+    // Bit i: item i taken. Item 0 is decided first, so it changes slowest.
+    assert_eq!(order(2), [0b11, 0b01, 0b10, 0b00]);
+    let mut all = order(6);
+    assert_eq!((all[0], all[63]), (0b11_1111, 0));
+    all.sort_unstable();
+    assert_eq!(all, (0..64).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn the_sequential_search_finds_the_optimum() {
+    for (family, items, seed) in [
+        (Family::StronglyCorrelated, 12, 1),
+        (Family::StronglyCorrelated, 24, 2),
+        (Family::StronglyCorrelated, 32, 3),
+        (Family::EvenOdd, 12, 1),
+        (Family::EvenOdd, 16, 2),
+        (Family::EvenOdd, 20, 3),
+    ] {
+        let instance = Instance::generate(family, items, seed);
+        let found = search(&instance, 0, 0, &mut Alone).await.unwrap();
+        assert_eq!(
+            found.best,
+            instance.optimum(),
+            "{family:?}, {items} items, seed {seed}"
+        );
+        assert!(found.nodes > 0);
+    }
+}
+
+/// What makes the even-odd family hard: no packing fills its odd capacity with even weights, so
+/// the fractional bound (the capacity, for a subset sum) stays above the optimum and prunes
+/// almost nothing.
+#[tokio::test]
+async fn an_even_odd_instance_is_never_filled_and_is_searched_nearly_exhaustively() {
+    for (items, seed) in [(14, 1), (18, 5)] {
+        let instance = Instance::generate(Family::EvenOdd, items, seed);
+        assert_eq!(instance.capacity % 2, 1);
+        assert!(
+            instance
+                .items
+                .iter()
+                .all(|i| i.weight % 2 == 0 && i.value == i.weight)
+        );
+        let found = search(&instance, 0, 0, &mut Alone).await.unwrap();
+        assert_eq!(found.best, instance.optimum());
+        assert!(found.best < instance.capacity);
+        // A full binary tree over `items` decisions has 2^(items+1) - 1 nodes; the search
+        // cuts only the branches that overflow or cannot reach the capacity.
+        assert!(
+            found.nodes >= 1 << (items - 4),
+            "{items} items: {} nodes",
+            found.nodes
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_bound_prunes_more_and_finds_the_same_optimum() {
+    let redis = RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let ctx = workers(Some(&redis.url()));
+    let family = Family::StronglyCorrelated;
+    let optimum = Instance::generate(family, 40, 11).optimum();
+    let (alone_best, alone_nodes) = split(&ctx, family, 40, 11, None).await;
+    let (shared_best, shared_nodes) = split(&ctx, family, 40, 11, Some("knapsack-test")).await;
+    assert_eq!((alone_best, shared_best), (optimum, optimum));
+    assert!(
+        shared_nodes < alone_nodes,
+        "shared {shared_nodes} nodes, alone {alone_nodes}"
+    );
+    ctx.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_split_search_of_an_even_odd_instance_finds_the_optimum() {
+    let redis = RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let ctx = workers(Some(&redis.url()));
+    let family = Family::EvenOdd;
+    let optimum = Instance::generate(family, 20, 4).optimum();
+    let (alone_best, alone_nodes) = split(&ctx, family, 20, 4, None).await;
+    let (shared_best, shared_nodes) = split(&ctx, family, 20, 4, Some("knapsack-even-odd")).await;
+    assert_eq!((alone_best, shared_best), (optimum, optimum));
+    // Knowing more never makes a depth-first branch and bound expand a node it would have cut.
+    assert!(
+        shared_nodes <= alone_nodes,
+        "shared {shared_nodes} nodes, alone {alone_nodes}"
+    );
+    ctx.shutdown().await;
+}
+
+#[test]
+fn the_program_reports_both_runs() {
+    let redis = RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let summary = program(&redis.url(), &["--items", "36", "--tasks", "16"]);
     let optimum = summary["optimum"].as_u64().unwrap();
-    assert_eq!(optimum, Instance::generate(36, 7).optimum());
+    assert_eq!(summary["family"], "strongly-correlated");
+    assert_eq!(
+        optimum,
+        Instance::generate(Family::StronglyCorrelated, 36, 7).optimum()
+    );
     let runs = summary["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     assert!(runs.iter().all(|r| r["best"] == optimum));
@@ -90,4 +179,22 @@ fn the_program_reports_both_runs() {
         runs[1]["nodes"].as_u64() < runs[0]["nodes"].as_u64(),
         "{summary}"
     );
+}
+
+#[test]
+fn the_program_searches_the_family_it_is_given() {
+    let redis = RedisServer::start(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let summary = program(
+        &redis.url(),
+        &[
+            "--family", "even-odd", "--items", "20", "--seed", "3", "--tasks", "16",
+        ],
+    );
+    assert_eq!(summary["family"], "even-odd");
+    let optimum = summary["optimum"].as_u64().unwrap();
+    let instance = Instance::generate(Family::EvenOdd, 20, 3);
+    assert_eq!(optimum, instance.optimum());
+    let runs = summary["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["best"] == optimum), "{summary}");
 }
