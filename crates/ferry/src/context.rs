@@ -170,11 +170,18 @@ impl Context {
                 Backend::Inline => crate::backend::inline::call(&ctx, function, id).await,
                 backend => {
                     let codec = backend.wire_codec();
-                    let payload = codec.encode(&function)?;
-                    let envelope = ctx.envelope(descriptor.id, id, codec);
+                    let (payload, blobs) = crate::shared::encode_arguments(
+                        codec,
+                        &function,
+                        backend.delivers_shared(),
+                    )?;
+                    let mut envelope = ctx.envelope(descriptor.id, id, codec);
+                    envelope.blobs = blobs.ids().to_vec();
                     let output = backend
                         .invoke(&ctx, envelope, Bytes::from(payload), Some(descriptor))
                         .await?;
+                    // The blobs stay servable until the invocation has ended.
+                    drop(blobs);
                     backend.decode_output(&output)
                 }
             };

@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::backend::local::protocol::{self, Frame};
 use crate::backend::{Backend, BackendStats, Overrun, Placement};
+use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{BackendKind, Context, Error, Registry, Result};
 
@@ -81,6 +82,7 @@ async fn serve_socket(
         frames: frames.clone(),
         calls: Mutex::new(HashMap::new()),
         next_call: AtomicU64::new(1),
+        blob_fetches: AtomicU64::new(0),
     });
     let ctx = Context::with_backend(Backend::Parent(parent.clone()));
     let slots = Arc::new(Slots::default());
@@ -97,18 +99,19 @@ async fn serve_socket(
                 let frames = frames.clone();
                 let ctx = ctx.clone();
                 let slots = slots.clone();
+                let parent = parent.clone();
                 tokio::spawn(async move {
                     // Arguments are decoded and outputs encoded outside the body's own guard, by
                     // the user's serde impls: a panic there still gets an answer.
-                    let (result, overrun) =
-                        AssertUnwindSafe(run_one(registry, &slots, &ctx, &envelope, payload))
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|payload| {
-                                let message = crate::error::panic_message(&*payload);
-                                let error = Error::panic(message).in_function(&envelope.function);
-                                (Err(error), Overrun::No)
-                            });
+                    let run = run_one(registry, &slots, &ctx, &parent, &envelope, payload);
+                    let (result, overrun) = AssertUnwindSafe(run)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = crate::error::panic_message(&*payload);
+                            let error = Error::panic(message).in_function(&envelope.function);
+                            (Err(error), Overrun::No)
+                        });
                     // Retire first: the platform must stop sending here before the caller,
                     // woken by the response, sends its next call.
                     if overrun == Overrun::StuckThread {
@@ -143,12 +146,20 @@ async fn run_one(
     registry: &'static Registry,
     slots: &Slots,
     ctx: &Context,
+    parent: &ParentLink,
     envelope: &Envelope,
     payload: Bytes,
 ) -> (Result<Vec<u8>>, Overrun) {
     let registration = match registry.lookup(&envelope.function) {
         Ok(registration) => registration,
         Err(error) => return (Err(error), Overrun::No),
+    };
+    // Shared values the arguments refer to by id are fetched from the platform, once per
+    // worker, and held in the cache until the invocation ends.
+    let _blobs = match crate::shared::ensure(&envelope.blobs, |blob| parent.fetch_blob(blob)).await
+    {
+        Ok(pins) => pins,
+        Err(error) => return (Err(error.in_function(&envelope.function)), Overrun::No),
     };
     // The platform may send work ahead (prefetch): it waits here for one of the function's slots,
     // and its timeout starts when it runs.
@@ -186,6 +197,8 @@ pub(crate) struct ParentLink {
     frames: mpsc::UnboundedSender<Bytes>,
     calls: Mutex<HashMap<u64, oneshot::Sender<Result<Bytes>>>>,
     next_call: AtomicU64,
+    /// Ids of `next_call` that went to blob fetches, not invocations.
+    blob_fetches: AtomicU64,
 }
 
 impl ParentLink {
@@ -215,6 +228,29 @@ impl ParentLink {
         })
     }
 
+    /// Asks the platform for a shared value's blob.
+    fn fetch_blob(&self, blob: BlobId) -> BoxFuture<'static, Result<Bytes>> {
+        self.blob_fetches.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let (reply, outcome) = oneshot::channel();
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, reply);
+        let sent = self
+            .frames
+            .send(protocol::fetch(id, &blob))
+            .map_err(|_| Error::unavailable("the local platform closed the connection"));
+        Box::pin(async move {
+            sent?;
+            outcome.await.unwrap_or_else(|_| {
+                Err(Error::unavailable(
+                    "the local platform closed the connection",
+                ))
+            })
+        })
+    }
+
     fn complete(&self, id: u64, result: Result<Bytes>) {
         let reply = self
             .calls
@@ -232,7 +268,9 @@ impl ParentLink {
             max_workers: 0,
             workers: 0,
             cold_starts: 0,
-            invocations: self.next_call.load(Ordering::Relaxed) - 1,
+            invocations: self.next_call.load(Ordering::Relaxed)
+                - 1
+                - self.blob_fetches.load(Ordering::Relaxed),
         }
     }
 }
