@@ -29,7 +29,7 @@
 //!
 //! How it travels:
 //!
-//! - **By id** on the `local` and `http` backends, in arguments of [`Context::call`] (and
+//! - **By id** on the `local` and `http` backends, in arguments of [`Context::call`](crate::Context::call) (and
 //!   `spawn`, `map`, graphs…): the value is encoded with the binary codec once per `Shared`
 //!   (clones share it), hashed with SHA-256 over a codec tag and the bytes, and the call's
 //!   [envelope](crate::wire::Envelope) lists the ids its arguments refer to. A worker that lacks
@@ -71,6 +71,21 @@ use crate::{Codec, Error, ErrorKind, Result};
 ///
 /// It derefs to `T`. As a `#[ferry::function]` parameter it needs `T: Serialize +
 /// DeserializeOwned + Send + Sync + 'static`.
+///
+/// ```
+/// use ferry::Shared;
+///
+/// let scene = Shared::new(vec![1.5f64; 4]);
+/// let copy = scene.clone();
+/// assert!(Shared::ptr_eq(&scene, &copy)); // one value, two handles
+/// assert_eq!(copy.len(), 4);
+/// // Outside a call, and in JSON always, it is written as the plain value.
+/// assert_eq!(serde_json::to_string(&scene).unwrap(), "[1.5,1.5,1.5,1.5]");
+/// let back: Shared<Vec<f64>> = ferry::Codec::Binary
+///     .decode(&ferry::Codec::Binary.encode(&scene).unwrap())
+///     .unwrap();
+/// assert_eq!(back, scene);
+/// ```
 pub struct Shared<T> {
     inner: Arc<Inner<T>>,
 }
