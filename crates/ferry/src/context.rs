@@ -136,6 +136,10 @@ impl Context {
         }
     }
 
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
     /// Which backend invocations go to.
     pub fn backend_kind(&self) -> BackendKind {
         self.inner.backend.kind()

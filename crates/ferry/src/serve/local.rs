@@ -99,19 +99,18 @@ async fn serve_socket(
                 let frames = frames.clone();
                 let ctx = ctx.clone();
                 let slots = slots.clone();
-                let parent = parent.clone();
                 tokio::spawn(async move {
                     // Arguments are decoded and outputs encoded outside the body's own guard, by
                     // the user's serde impls: a panic there still gets an answer.
-                    let run = run_one(registry, &slots, &ctx, &parent, &envelope, payload);
-                    let (result, overrun) = AssertUnwindSafe(run)
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|payload| {
-                            let message = crate::error::panic_message(&*payload);
-                            let error = Error::panic(message).in_function(&envelope.function);
-                            (Err(error), Overrun::No)
-                        });
+                    let (result, overrun) =
+                        AssertUnwindSafe(run_one(registry, &slots, &ctx, &envelope, payload))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|payload| {
+                                let message = crate::error::panic_message(&*payload);
+                                let error = Error::panic(message).in_function(&envelope.function);
+                                (Err(error), Overrun::No)
+                            });
                     // Retire first: the platform must stop sending here before the caller,
                     // woken by the response, sends its next call.
                     if overrun == Overrun::StuckThread {
@@ -146,7 +145,6 @@ async fn run_one(
     registry: &'static Registry,
     slots: &Slots,
     ctx: &Context,
-    parent: &ParentLink,
     envelope: &Envelope,
     payload: Bytes,
 ) -> (Result<Vec<u8>>, Overrun) {
@@ -156,8 +154,11 @@ async fn run_one(
     };
     // Shared values the arguments refer to by id are fetched from the platform, once per
     // worker, and held in the cache until the invocation ends.
-    let _blobs = match crate::shared::ensure(&envelope.blobs, |blob| parent.fetch_blob(blob)).await
-    {
+    let fetch = |blob| match ctx.backend() {
+        Backend::Parent(parent) => parent.fetch_blob(blob),
+        _ => Box::pin(async move { Err(crate::shared::not_held(&blob)) }),
+    };
+    let _blobs = match crate::shared::ensure(&envelope.blobs, fetch).await {
         Ok(pins) => pins,
         Err(error) => return (Err(error.in_function(&envelope.function)), Overrun::No),
     };
