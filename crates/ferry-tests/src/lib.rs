@@ -322,3 +322,33 @@ pub async fn sleep_hundredfold(ms: u64) -> u64 {
     tokio::time::sleep(Duration::from_millis(ms * 100)).await;
     ms
 }
+
+/// What [`sum_shared`] saw: its part of the sum, and the shared-value counters of the process
+/// that ran it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SumReport {
+    pub pid: u32,
+    pub sum: u64,
+    pub stats: ferry::shared::SharedStats,
+}
+
+/// Sums `numbers[from..to]` of a value shared by many tasks.
+#[ferry::function(concurrency = 8)]
+pub fn sum_shared(numbers: ferry::Shared<Vec<u64>>, from: usize, to: usize) -> SumReport {
+    SumReport {
+        pid: std::process::id(),
+        sum: numbers[from..to].iter().sum(),
+        stats: ferry::shared::stats(),
+    }
+}
+
+/// Passes a shared value on to [`sum_shared`]: from inside a worker it travels in full.
+#[ferry::function(concurrency = 8)]
+pub async fn sum_shared_nested(
+    ctx: Context,
+    numbers: ferry::Shared<Vec<u64>>,
+    from: usize,
+    to: usize,
+) -> ferry::Result<SumReport> {
+    ctx.call(SumShared { numbers, from, to }).await
+}

@@ -136,6 +136,10 @@ impl Context {
         }
     }
 
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+
     /// Which backend invocations go to.
     pub fn backend_kind(&self) -> BackendKind {
         self.inner.backend.kind()
@@ -170,11 +174,18 @@ impl Context {
                 Backend::Inline => crate::backend::inline::call(&ctx, function, id).await,
                 backend => {
                     let codec = backend.wire_codec();
-                    let payload = codec.encode(&function)?;
-                    let envelope = ctx.envelope(descriptor.id, id, codec);
+                    let (payload, blobs) = crate::shared::encode_arguments(
+                        codec,
+                        &function,
+                        backend.delivers_shared(),
+                    )?;
+                    let mut envelope = ctx.envelope(descriptor.id, id, codec);
+                    envelope.blobs = blobs.ids().to_vec();
                     let output = backend
                         .invoke(&ctx, envelope, Bytes::from(payload), Some(descriptor))
                         .await?;
+                    // The blobs stay servable until the invocation has ended.
+                    drop(blobs);
                     backend.decode_output(&output)
                 }
             };
@@ -274,10 +285,6 @@ impl Context {
     /// Stops the backend's workers. Pending invocations end with an `Unavailable` error.
     pub async fn shutdown(&self) {
         self.inner.backend.shutdown().await;
-    }
-
-    pub(crate) fn backend(&self) -> &Backend {
-        &self.inner.backend
     }
 
     pub(crate) fn envelope(&self, function: &str, id: InvocationId, codec: Codec) -> Envelope {

@@ -56,6 +56,9 @@ pub enum ErrorKind {
     Protocol { message: String },
     /// The operation was given an invalid setting (an unknown backend name, say).
     Config { message: String },
+    /// The arguments refer to shared values ([`Shared`](crate::Shared)) by content hash that
+    /// could not be had where the function runs; `ids` are the hashes in hex.
+    MissingShared { ids: Vec<String>, message: String },
 }
 
 /// How a worker process ended.
@@ -119,6 +122,13 @@ impl fmt::Display for ErrorKind {
             Self::UnknownFunction { id } => write!(f, "unknown function `{id}`"),
             Self::Protocol { message } => write!(f, "protocol error: {message}"),
             Self::Config { message } => write!(f, "invalid configuration: {message}"),
+            Self::MissingShared { ids, message } => {
+                write!(
+                    f,
+                    "shared value {} not available: {message}",
+                    ids.join(", ")
+                )
+            }
         }
     }
 }

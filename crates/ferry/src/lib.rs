@@ -30,6 +30,7 @@
 //! - [`run`] (or [`#[ferry::main]`](main)) decides at start-up whether the process is the host, a
 //!   worker, or a manifest request.
 //! - Every invocation ends in its output or an [`Error`] whose [`ErrorKind`] says why.
+//! - [`Shared`] wraps an argument many tasks share: encoded once, sent by content hash.
 
 pub mod aws;
 mod backend;
@@ -45,6 +46,7 @@ mod progress;
 mod registry;
 mod run;
 mod serve;
+pub mod shared;
 pub mod state;
 pub mod summary;
 pub mod web;
@@ -67,6 +69,7 @@ pub use graph::{Graph, Node};
 pub use manifest::Manifest;
 pub use registry::{Registration, Registry};
 pub use run::{ROLE_VAR, Role, run};
+pub use shared::Shared;
 
 /// Makes a plain function a ferry function.
 ///

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Codec;
+use crate::shared::BlobId;
 
 /// Metadata of one invocation; the encoded arguments travel next to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +40,10 @@ pub struct Envelope {
     /// What the platform said about this invocation (OpenWhisk's `__OW_*` values, say).
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
+    /// Shared values the arguments refer to by id ([`Shared`](crate::Shared)): the worker holds
+    /// or fetches each one before it decodes the arguments.
+    #[serde(default)]
+    pub blobs: Vec<BlobId>,
 }
 
 impl Envelope {
@@ -54,6 +59,7 @@ impl Envelope {
             parent: None,
             flow: None,
             metadata: BTreeMap::new(),
+            blobs: Vec::new(),
         }
     }
 

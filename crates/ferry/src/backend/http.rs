@@ -2,12 +2,15 @@
 //! OpenFaaS, or any `FERRY_ROLE=http` process), reached over pooled keep-alive HTTP/1.1 — or h2c
 //! when asked — with the binary codec, a bearer token, and the retry policy.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
 use super::retry::RetryPolicy;
+use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
 
@@ -147,6 +150,8 @@ pub(crate) struct HttpBackend {
     client: reqwest::Client,
     in_flight: tokio::sync::Semaphore,
     invocations: std::sync::atomic::AtomicU64,
+    /// When each blob URL last took an upload, behind a gate so one upload serves many calls.
+    uploads: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Instant>>>>>,
 }
 
 impl HttpBackend {
@@ -165,6 +170,7 @@ impl HttpBackend {
             config,
             client,
             invocations: std::sync::atomic::AtomicU64::new(0),
+            uploads: Default::default(),
         })
     }
 
@@ -192,12 +198,90 @@ impl HttpBackend {
                 .acquire()
                 .await
                 .map_err(|_| Error::unavailable("the http backend is closed"))?;
-            backend
-                .config
-                .retry
-                .run(|| backend.attempt(&url, &envelope, payload.clone()))
-                .await
+            let mut uploads = 0;
+            loop {
+                let mut sent_at = Instant::now();
+                let outcome = backend
+                    .config
+                    .retry
+                    .run(|| {
+                        sent_at = Instant::now();
+                        backend.attempt(&url, &envelope, payload.clone())
+                    })
+                    .await;
+                let Some(missing) = outcome.as_ref().err().and_then(|e| to_upload(e, &envelope))
+                else {
+                    return outcome;
+                };
+                // Behind a load balancer the next attempt may reach another replica that lacks
+                // the blobs too: a few rounds, then a clear error.
+                if uploads == MAX_BLOB_UPLOADS {
+                    return Err(crate::shared::missing(
+                        &missing,
+                        format!(
+                            "{url} still lacked it after {MAX_BLOB_UPLOADS} uploads; \
+                             do replicas behind a load balancer each need their own copy?"
+                        ),
+                    ));
+                }
+                uploads += 1;
+                for id in &missing {
+                    backend.upload_blob(&url, id, sent_at).await?;
+                }
+            }
         })
+    }
+
+    /// Sends a shared value's blob to the service behind `function_url` (`PUT /blobs/{id}`),
+    /// unless another call uploaded it there after `sent_at`, when the service that answered
+    /// the call found it missing: a fan-out's first wave all miss, and one upload serves them.
+    async fn upload_blob(&self, function_url: &str, id: &BlobId, sent_at: Instant) -> Result<()> {
+        let url = match function_url.rfind("/functions/") {
+            Some(at) => format!("{}/blobs/{id}", &function_url[..at]),
+            None => format!("{}/blobs/{id}", function_url.trim_end_matches('/')),
+        };
+        let gate = self
+            .uploads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(url.clone())
+            .or_default()
+            .clone();
+        let mut last_upload = gate.lock().await;
+        if last_upload.is_some_and(|done| done > sent_at) {
+            return Ok(());
+        }
+        let blob = crate::shared::host_blob(id).ok_or_else(|| crate::shared::not_held(id))?;
+        self.config
+            .retry
+            .run(|| async {
+                let mut request = self
+                    .client
+                    .put(&url)
+                    .header("content-type", "application/octet-stream")
+                    .body(blob.clone());
+                if let Some(token) = &self.config.token {
+                    request = request.bearer_auth(token);
+                }
+                let response = request
+                    .send()
+                    .await
+                    .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")))?;
+                let status = response.status();
+                if status.is_success() {
+                    return Ok(());
+                }
+                let body = response.bytes().await.unwrap_or_default();
+                Err(serde_json::from_slice::<Error>(&body).unwrap_or_else(|_| {
+                    Error::unavailable(format!(
+                        "{url} answered {status}: {}",
+                        String::from_utf8_lossy(&body).trim()
+                    ))
+                }))
+            })
+            .await?;
+        *last_upload = Some(Instant::now());
+        Ok(())
     }
 
     async fn attempt(&self, url: &str, envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
@@ -222,6 +306,10 @@ impl HttpBackend {
             let route = serde_json::to_string(route)
                 .map_err(|e| Error::protocol(format!("cannot encode the flow route: {e}")))?;
             request = request.header(crate::serve::http::FLOW_HEADER, route);
+        }
+        if !envelope.blobs.is_empty() {
+            let ids = crate::shared::ids_to_header(&envelope.blobs);
+            request = request.header(crate::serve::http::BLOBS_HEADER, ids);
         }
         let response = request
             .send()
@@ -253,6 +341,24 @@ impl HttpBackend {
             },
         }))
     }
+}
+
+/// Rounds of uploading missing blobs and sending the request again, apart from the retry
+/// policy's attempts.
+const MAX_BLOB_UPLOADS: u32 = 3;
+
+/// The blobs a `missing_shared` answer asks for, when this call refers to every one of them
+/// (otherwise the error is someone else's and is passed on).
+fn to_upload(error: &Error, envelope: &Envelope) -> Option<Vec<BlobId>> {
+    let ErrorKind::MissingShared { ids, .. } = error.kind() else {
+        return None;
+    };
+    let ids: Vec<BlobId> = ids
+        .iter()
+        .map(|id| id.parse().ok())
+        .collect::<Option<_>>()?;
+    let ours = !ids.is_empty() && ids.iter().all(|id| envelope.blobs.contains(id));
+    ours.then_some(ids)
 }
 
 #[cfg(test)]

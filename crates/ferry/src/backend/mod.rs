@@ -157,6 +157,11 @@ impl Backend {
         }
     }
 
+    /// Whether shared values can travel by id: the backend gets a blob to a worker that lacks it.
+    pub(crate) fn delivers_shared(&self) -> bool {
+        matches!(self, Self::Local(_) | Self::Http(_))
+    }
+
     /// Decodes a typed call's output.
     pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(&self, output: &[u8]) -> Result<T> {
         match self {

@@ -18,6 +18,11 @@
 //! - Functions invoke functions in this service, or over HTTP at other services when
 //!   `FERRY_BACKEND=http` (with `FERRY_HTTP_ROUTES`, `FERRY_HTTP_URL_TEMPLATE` or
 //!   `FERRY_HTTP_URL`).
+//! - Shared values ([`crate::Shared`]) arrive by content hash: `X-Ferry-Blobs` lists the ids the
+//!   arguments refer to. When the instance's cache lacks some, it answers 428 with them in
+//!   `X-Ferry-Missing-Blobs` (and a `missing_shared` error); the client uploads each with
+//!   `PUT /blobs/{id}` (same token and body limit; 400 unless the body hashes to the id) and
+//!   sends the request again.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -29,7 +34,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use tokio::sync::Semaphore;
 
 use crate::backend::Placement;
@@ -116,6 +121,7 @@ fn router(service: Arc<Service>) -> Router {
     let max_body = service.max_body;
     Router::new()
         .route("/functions/{function}", post(invoke))
+        .route("/blobs/{id}", put(upload_blob))
         .route("/healthz", get(healthy))
         .route("/_/health", get(healthy))
         .route("/readyz", get(ready))
@@ -191,6 +197,10 @@ async fn invoke(
             }
         }
     }
+    let _blobs = match pin_blobs(&headers) {
+        Ok(pins) => pins,
+        Err(error) => return failure(status_of(&error), &error.in_function(descriptor.id)),
+    };
     let slot = match service.slots.get(descriptor.id) {
         Some(slots) => slots.acquire().await.ok(),
         None => None,
@@ -211,6 +221,53 @@ async fn invoke(
         Err(error) => failure(status_of(&error), &error),
     }
 }
+
+/// Pins the shared values the request refers to in this instance's cache, or names those it
+/// lacks (a `missing_shared` error: 428).
+fn pin_blobs(headers: &HeaderMap) -> Result<crate::shared::Pins, Error> {
+    let Some(listed) = headers.get(BLOBS_HEADER) else {
+        return Ok(crate::shared::Pins::default());
+    };
+    let ids = crate::shared::ids_from_header(listed.to_str().unwrap_or_default())?;
+    crate::shared::pin_present(&ids).map_err(|missing| {
+        crate::shared::missing(&missing, "this instance's cache lacks it; upload it")
+    })
+}
+
+/// `PUT /blobs/{id}`: a shared value's blob, kept if it hashes to `id`.
+async fn upload_blob(
+    State(service): State<Arc<Service>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    if let Some(token) = &service.token {
+        if !authorized(&headers, token) {
+            let error = Error::config("missing or wrong bearer token");
+            return failure(StatusCode::UNAUTHORIZED, &error);
+        }
+    }
+    let id = match id.parse::<crate::shared::BlobId>() {
+        Ok(id) => id,
+        Err(error) => return failure(StatusCode::BAD_REQUEST, &error),
+    };
+    let Ok(body) = axum::body::to_bytes(body, service.max_body).await else {
+        let error = Error::new(ErrorKind::PayloadTooLarge {
+            size: service.max_body as u64 + 1,
+            limit: service.max_body as u64,
+        });
+        return failure(StatusCode::PAYLOAD_TOO_LARGE, &error);
+    };
+    match crate::shared::insert_verified(id, body) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(error) => failure(StatusCode::BAD_REQUEST, &error),
+    }
+}
+
+/// The ids of the shared values a request's arguments refer to.
+pub(crate) const BLOBS_HEADER: &str = "x-ferry-blobs";
+/// The ids an instance lacks, in its 428 answer.
+pub(crate) const MISSING_BLOBS_HEADER: &str = "x-ferry-missing-blobs";
 
 fn authorized(headers: &HeaderMap, token: &str) -> bool {
     let Some(given) = headers
@@ -260,6 +317,7 @@ fn status_of(error: &Error) -> StatusCode {
         ErrorKind::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         ErrorKind::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
         ErrorKind::Config { .. } => StatusCode::NOT_ACCEPTABLE,
+        ErrorKind::MissingShared { .. } => StatusCode::PRECONDITION_REQUIRED,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -278,6 +336,11 @@ fn failure(status: StatusCode, error: &Error) -> Response {
             if let Ok(value) = HeaderValue::from_str(kind) {
                 headers.insert("x-ferry-error", value);
             }
+        }
+    }
+    if let ErrorKind::MissingShared { ids, .. } = error.kind() {
+        if let Ok(value) = HeaderValue::from_str(&ids.join(",")) {
+            headers.insert(MISSING_BLOBS_HEADER, value);
         }
     }
     response

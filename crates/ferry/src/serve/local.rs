@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::backend::local::protocol::{self, Frame};
 use crate::backend::{Backend, BackendStats, Overrun, Placement};
+use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{BackendKind, Context, Error, Registry, Result};
 
@@ -81,6 +82,7 @@ async fn serve_socket(
         frames: frames.clone(),
         calls: Mutex::new(HashMap::new()),
         next_call: AtomicU64::new(1),
+        blob_fetches: AtomicU64::new(0),
     });
     let ctx = Context::with_backend(Backend::Parent(parent.clone()));
     let slots = Arc::new(Slots::default());
@@ -150,6 +152,16 @@ async fn run_one(
         Ok(registration) => registration,
         Err(error) => return (Err(error), Overrun::No),
     };
+    // Shared values the arguments refer to by id are fetched from the platform, once per
+    // worker, and held in the cache until the invocation ends.
+    let fetch = |blob| match ctx.backend() {
+        Backend::Parent(parent) => parent.fetch_blob(blob),
+        _ => Box::pin(async move { Err(crate::shared::not_held(&blob)) }),
+    };
+    let _blobs = match crate::shared::ensure(&envelope.blobs, fetch).await {
+        Ok(pins) => pins,
+        Err(error) => return (Err(error.in_function(&envelope.function)), Overrun::No),
+    };
     // The platform may send work ahead (prefetch): it waits here for one of the function's slots,
     // and its timeout starts when it runs.
     let slot = slots.acquire(registration.descriptor()).await;
@@ -189,6 +201,8 @@ pub(crate) struct ParentLink {
     frames: mpsc::UnboundedSender<Bytes>,
     calls: Mutex<HashMap<u64, oneshot::Sender<Result<Bytes>>>>,
     next_call: AtomicU64,
+    /// Ids of `next_call` that went to blob fetches, not invocations.
+    blob_fetches: AtomicU64,
 }
 
 impl ParentLink {
@@ -218,6 +232,29 @@ impl ParentLink {
         })
     }
 
+    /// Asks the platform for a shared value's blob.
+    fn fetch_blob(&self, blob: BlobId) -> BoxFuture<'static, Result<Bytes>> {
+        self.blob_fetches.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let (reply, outcome) = oneshot::channel();
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, reply);
+        let sent = self
+            .frames
+            .send(protocol::fetch(id, &blob))
+            .map_err(|_| Error::unavailable("the local platform closed the connection"));
+        Box::pin(async move {
+            sent?;
+            outcome.await.unwrap_or_else(|_| {
+                Err(Error::unavailable(
+                    "the local platform closed the connection",
+                ))
+            })
+        })
+    }
+
     fn complete(&self, id: u64, result: Result<Bytes>) {
         let reply = self
             .calls
@@ -235,7 +272,9 @@ impl ParentLink {
             max_workers: 0,
             workers: 0,
             cold_starts: 0,
-            invocations: self.next_call.load(Ordering::Relaxed) - 1,
+            invocations: self.next_call.load(Ordering::Relaxed)
+                - 1
+                - self.blob_fetches.load(Ordering::Relaxed),
         }
     }
 }

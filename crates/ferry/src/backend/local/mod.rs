@@ -572,6 +572,21 @@ impl Shared {
                     }
                 });
             }
+            Frame::Fetch { id, blob } => {
+                // A worker lacks a shared value's blob: this process holds it while the call
+                // that refers to it runs.
+                let result =
+                    crate::shared::host_blob(&blob).ok_or_else(|| crate::shared::not_held(&blob));
+                let frames = self
+                    .lock()
+                    .workers
+                    .iter()
+                    .find(|w| w.id == worker_id)
+                    .and_then(|w| w.frames.clone());
+                if let Some(frames) = frames {
+                    let _ = frames.send(protocol::response(id, &result));
+                }
+            }
             Frame::Hello { pid } => {
                 let mut state = self.lock();
                 if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {

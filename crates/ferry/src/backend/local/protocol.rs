@@ -10,12 +10,18 @@
 //! response  id: u64 | 0 | output          or   id: u64 | 1 | error (json)
 //! hello     pid: u32
 //! retire    reason (utf-8)
+//! fetch     id: u64 | blob id: [u8; 32]
 //! ```
+//!
+//! A worker sends `fetch` for a shared value's blob that an envelope lists and its cache lacks;
+//! the platform answers with a response of the same id whose output is the blob (codec tag and
+//! bytes), or a `missing_shared` error. Fetches and nested requests share the worker's ids.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::mpsc;
 
+use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, Result};
 
@@ -23,6 +29,7 @@ const TAG_REQUEST: u8 = 1;
 const TAG_RESPONSE: u8 = 2;
 const TAG_HELLO: u8 = 3;
 const TAG_RETIRE: u8 = 4;
+const TAG_FETCH: u8 = 5;
 
 /// Largest frame either side accepts: arguments or results above it are refused before sending.
 pub(crate) const MAX_FRAME: usize = 256 << 20;
@@ -43,6 +50,10 @@ pub(crate) enum Frame {
     },
     Retire {
         reason: String,
+    },
+    Fetch {
+        id: u64,
+        blob: BlobId,
     },
 }
 
@@ -128,6 +139,13 @@ pub(crate) fn retire(reason: &str) -> Bytes {
     })
 }
 
+pub(crate) fn fetch(id: u64, blob: &BlobId) -> Bytes {
+    frame(TAG_FETCH, 40, |buf| {
+        buf.put_u64_le(id);
+        buf.put_slice(blob.as_bytes());
+    })
+}
+
 /// Parses a frame read by [`read_frame`] (tag and body, without the length).
 pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
     let truncated = || Error::protocol("truncated frame from the local platform");
@@ -169,6 +187,15 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
         TAG_HELLO if frame.len() >= 4 => Ok(Frame::Hello {
             pid: frame.get_u32_le(),
         }),
+        TAG_FETCH if frame.len() == 40 => {
+            let id = frame.get_u64_le();
+            let mut blob = [0u8; 32];
+            frame.copy_to_slice(&mut blob);
+            Ok(Frame::Fetch {
+                id,
+                blob: BlobId::from_bytes(blob),
+            })
+        }
         TAG_RETIRE => Ok(Frame::Retire {
             reason: String::from_utf8_lossy(&frame).into_owned(),
         }),
@@ -253,6 +280,14 @@ mod tests {
             panic!("not a response")
         };
         assert_eq!(result.unwrap_err(), Error::panic("boom"));
+
+        let blob = BlobId::of(b"\x02blob");
+        let Frame::Fetch { id, blob: asked } = decode(strip_length(fetch(11, &blob))).unwrap()
+        else {
+            panic!("not a fetch")
+        };
+        assert_eq!((id, asked), (11, blob));
+        assert!(decode(Bytes::from_static(&[TAG_FETCH, 1, 2, 3])).is_err());
     }
 
     #[test]
