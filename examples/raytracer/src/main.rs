@@ -35,11 +35,7 @@ struct Args {
 #[ferry::main]
 async fn main(ctx: Context) -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = if args.backend == ctx.backend_kind() {
-        ctx
-    } else {
-        Context::new(args.backend)?
-    };
+    let ctx = raytracer::context_on(ctx, args.backend)?;
     let scene = Scene::example();
     let scene_bytes = ferry::Codec::Binary.encode(&scene)?.len();
     let passing = if args.by_value {

@@ -149,11 +149,8 @@ async fn invoke(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
-    if let Some(token) = &service.token {
-        if !authorized(&headers, token) {
-            let error = Error::config("missing or wrong bearer token");
-            return failure(StatusCode::UNAUTHORIZED, &error);
-        }
+    if let Some(refusal) = refuse_unauthorized(&service, &headers) {
+        return refusal;
     }
     let request_codec = match codec_of(headers.get(header::CONTENT_TYPE)) {
         Ok(codec) => codec,
@@ -241,11 +238,8 @@ async fn upload_blob(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
-    if let Some(token) = &service.token {
-        if !authorized(&headers, token) {
-            let error = Error::config("missing or wrong bearer token");
-            return failure(StatusCode::UNAUTHORIZED, &error);
-        }
+    if let Some(refusal) = refuse_unauthorized(&service, &headers) {
+        return refusal;
     }
     let id = match id.parse::<crate::shared::BlobId>() {
         Ok(id) => id,
@@ -268,6 +262,16 @@ async fn upload_blob(
 pub(crate) const BLOBS_HEADER: &str = "x-ferry-blobs";
 /// The ids an instance lacks, in its 428 answer.
 pub(crate) const MISSING_BLOBS_HEADER: &str = "x-ferry-missing-blobs";
+
+/// A 401 when the service wants a bearer token and the request lacks it.
+fn refuse_unauthorized(service: &Service, headers: &HeaderMap) -> Option<Response> {
+    let token = service.token.as_ref()?;
+    if authorized(headers, token) {
+        return None;
+    }
+    let error = Error::config("missing or wrong bearer token");
+    Some(failure(StatusCode::UNAUTHORIZED, &error))
+}
 
 fn authorized(headers: &HeaderMap, token: &str) -> bool {
     let Some(given) = headers

@@ -51,11 +51,7 @@ const HEADING: &str = "## raytracer: one scene shared by every tile";
 #[ferry::main]
 async fn main(ctx: Context) -> anyhow::Result<()> {
     let args = Args::parse();
-    let ctx = if args.backend == ctx.backend_kind() {
-        ctx
-    } else {
-        Context::new(args.backend)?
-    };
+    let ctx = raytracer::context_on(ctx, args.backend)?;
     let scene = Scene::example();
     let scene_bytes = ferry::Codec::Binary.encode(&scene)?.len();
     let started = Instant::now();

@@ -370,6 +370,15 @@ impl State {
 }
 
 impl Shared {
+    /// Where to send frames to worker `worker_id`, while it takes them.
+    fn frames_of(&self, worker_id: u64) -> Option<mpsc::UnboundedSender<Bytes>> {
+        self.lock()
+            .workers
+            .iter()
+            .find(|w| w.id == worker_id)
+            .and_then(|w| w.frames.clone())
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state
             .lock()
@@ -554,12 +563,7 @@ impl Shared {
                 payload,
             } => {
                 // A function in the worker invokes a function: run it on this platform.
-                let frames = self
-                    .lock()
-                    .workers
-                    .iter()
-                    .find(|w| w.id == worker_id)
-                    .and_then(|w| w.frames.clone());
+                let frames = self.frames_of(worker_id);
                 let shared = self.clone();
                 tokio::spawn(async move {
                     let descriptor = Registry::global()
@@ -577,12 +581,7 @@ impl Shared {
                 // that refers to it runs.
                 let result =
                     crate::shared::host_blob(&blob).ok_or_else(|| crate::shared::not_held(&blob));
-                let frames = self
-                    .lock()
-                    .workers
-                    .iter()
-                    .find(|w| w.id == worker_id)
-                    .and_then(|w| w.frames.clone());
+                let frames = self.frames_of(worker_id);
                 if let Some(frames) = frames {
                     let _ = frames.send(protocol::response(id, &result));
                 }
