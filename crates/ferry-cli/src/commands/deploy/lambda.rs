@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -30,10 +30,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let artifacts = Artifacts::new(args.program.artifacts_dir()?);
     let (deployment, info, _manifest) = Deployment::new(&artifacts, &args.lambda, true)?;
     let code = read_code(&artifacts.lambda_zip(&info.program), &info.architecture)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::commands::runtime()?;
     runtime.block_on(deploy(&deployment, &code))
 }
 
@@ -132,18 +129,7 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
         );
     }
     let extras = deployment.extras(&deployed).await?;
-    if !extras.is_empty() {
-        println!(
-            "note: {} deployed function(s) of app `{}` are no longer in the program (`ferry ls --platform lambda` lists them): {}",
-            extras.len(),
-            deployment.app,
-            extras
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    crate::commands::note_extras("function", "lambda", &deployment.app, &extras);
     Ok(())
 }
 

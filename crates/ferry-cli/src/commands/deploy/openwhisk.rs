@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -22,10 +22,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (deployment, info, _manifest) =
         ActionDeployment::new(&artifacts, args.lambda.app.as_deref(), &args.lambda.env)?;
     let code = read_code(&artifacts.openwhisk_zip(&info.program))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::commands::runtime()?;
     runtime.block_on(deploy(&deployment, &code))
 }
 
@@ -102,18 +99,7 @@ async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Res
         );
     }
     let extras = deployment.extras(&deployed);
-    if !extras.is_empty() {
-        println!(
-            "note: {} deployed action(s) of app `{}` are no longer in the program (`ferry ls --platform openwhisk` lists them): {}",
-            extras.len(),
-            deployment.app,
-            extras
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    crate::commands::note_extras("action", "openwhisk", &deployment.app, &extras);
     Ok(())
 }
 

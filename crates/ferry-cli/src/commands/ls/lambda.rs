@@ -9,7 +9,6 @@
 //! The code is compared when the Lambda zip has been built; the role only when `--role` (or
 //! `FERRY_LAMBDA_ROLE`) is given.
 
-use anyhow::Context as _;
 use futures::StreamExt as _;
 
 use super::Args;
@@ -21,19 +20,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let artifacts = Artifacts::new(args.program.artifacts_dir()?);
     let (deployment, info, _manifest) = Deployment::new(&artifacts, &args.lambda, false)?;
     let zip = artifacts.lambda_zip(&info.program);
-    let code = if zip.exists() {
-        Some(read_code(&zip, &info.architecture)?)
-    } else {
-        eprintln!(
-            "note: `{}` is not built, so code is not compared",
-            zip.display()
-        );
-        None
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let code = crate::commands::code_if_built(&zip, |zip| read_code(zip, &info.architecture))?;
+    let runtime = crate::commands::runtime()?;
     runtime.block_on(async {
         let deployed = deployment.deployed_names().await?;
         let states: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.functions)

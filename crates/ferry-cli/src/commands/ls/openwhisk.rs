@@ -4,7 +4,6 @@
 //!
 //! The code is compared when the OpenWhisk zip has been built.
 
-use anyhow::Context as _;
 use futures::StreamExt as _;
 
 use super::Args;
@@ -17,19 +16,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (deployment, info, _manifest) =
         ActionDeployment::new(&artifacts, args.lambda.app.as_deref(), &args.lambda.env)?;
     let zip = artifacts.openwhisk_zip(&info.program);
-    let code = if zip.exists() {
-        Some(read_code(&zip)?)
-    } else {
-        eprintln!(
-            "note: `{}` is not built, so code is not compared",
-            zip.display()
-        );
-        None
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let code = crate::commands::code_if_built(&zip, read_code)?;
+    let runtime = crate::commands::runtime()?;
     runtime.block_on(async {
         let deployed = deployment.client.list().await?;
         let states: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.actions)
