@@ -38,19 +38,7 @@ pub fn action_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<Strin
 
 /// What every Lambda function name of `app` starts with.
 pub fn lambda_prefix(app: &str) -> String {
-    format!("{}-", lambda_clean(app))
-}
-
-fn lambda_clean(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    format!("{}-", ferry::naming::clean(app))
 }
 
 /// The Knative Service name: a lowercase DNS label, at most 57 characters.

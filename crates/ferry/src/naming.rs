@@ -99,7 +99,9 @@ pub(crate) fn deployed_name_here(app: &str, id: &str, name: &str) -> Result<Stri
     deployed_name(app, handler, &config_hash(&descriptor.config, handler))
 }
 
-fn clean(text: &str) -> String {
+/// `text` with every character a Lambda function name cannot hold (anything but ASCII letters,
+/// digits, `-` and `_`) replaced by `-`: how app and function names enter deployed names.
+pub fn clean(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
