@@ -21,6 +21,10 @@ pub struct Manifest {
     pub ferry_version: String,
     /// Every function, ordered by id.
     pub functions: Vec<ManifestFunction>,
+    /// The program serves a web app ([`crate::web::serve`]): platforms deploy it as one web
+    /// function (a Lambda with a Function URL, an OpenWhisk web action) besides its functions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub web: bool,
 }
 
 /// One function in the manifest.
@@ -80,6 +84,7 @@ impl Manifest {
                     }
                 })
                 .collect(),
+            web: false,
         })
     }
 }

@@ -105,7 +105,7 @@ where
         }
     };
     match role {
-        Role::Manifest => print_manifest(),
+        Role::Manifest => print_manifest(false),
         Role::LocalWorker => crate::serve::local::serve(registry),
         Role::OpenWhisk => crate::serve::openwhisk::serve(registry),
         Role::ActionLoop => crate::serve::actionloop::serve(registry),
@@ -142,9 +142,11 @@ fn fail(error: &crate::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-pub(crate) fn print_manifest() -> ExitCode {
+/// Prints the manifest; `web` marks a program that serves a web app.
+pub(crate) fn print_manifest(web: bool) -> ExitCode {
     match crate::Manifest::current() {
-        Ok(manifest) => {
+        Ok(mut manifest) => {
+            manifest.web = web;
             let json = serde_json::to_string_pretty(&manifest).unwrap_or_default();
             // The marker lets tools recognise a ferry program before running it.
             let _ = std::hint::black_box(crate::manifest::PROGRAM_MARKER);

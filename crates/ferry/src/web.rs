@@ -46,7 +46,7 @@ pub fn serve(router: Router) -> ExitCode {
     let role = Role::from_env().unwrap_or(Role::Host);
     if role == Role::Manifest {
         // A web app is a ferry program too: tools list its functions (often none).
-        return crate::run::print_manifest();
+        return crate::run::print_manifest(true);
     }
     crate::serve::run_to_exit("web app", async move {
         match role {
