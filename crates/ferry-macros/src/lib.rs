@@ -6,6 +6,7 @@
 mod function;
 mod main_fn;
 mod options;
+mod test_fn;
 
 use proc_macro::TokenStream;
 
@@ -24,6 +25,15 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);
     main_fn::expand(args.into(), item.clone())
         .unwrap_or_else(|error| main_fn::fallback(error, item))
+        .into()
+}
+
+/// Runs an `async fn` test on a multi-thread runtime. See `ferry::test`.
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item = proc_macro2::TokenStream::from(item);
+    test_fn::expand(args.into(), item.clone())
+        .unwrap_or_else(|error| keep_item(error, item))
         .into()
 }
 

@@ -64,6 +64,7 @@ impl Context {
     /// A context on the given backend, configured from the environment
     /// (see [`LocalConfig::from_env`]).
     pub fn new(kind: BackendKind) -> Result<Self> {
+        crate::run::check_may_host(false, true)?;
         let backend = match kind {
             BackendKind::Inline => Backend::Inline,
             BackendKind::Local => Backend::local(LocalConfig::from_env()?)?,
@@ -93,6 +94,7 @@ impl Context {
     /// Functions served over HTTP (by `FERRY_ROLE=http` processes: Knative, Cloud Run,
     /// OpenFaaS…).
     pub fn http(config: HttpConfig) -> Result<Self> {
+        crate::run::check_may_host(false, true)?;
         Ok(Self::with_backend(Backend::Http(Arc::new(
             crate::backend::http::HttpBackend::new(config)?,
         ))))
@@ -100,6 +102,7 @@ impl Context {
 
     /// Functions deployed as OpenWhisk actions, invoked through the controller's REST API.
     pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
+        crate::run::check_may_host(false, true)?;
         Ok(Self::with_backend(Backend::OpenWhisk(Arc::new(
             crate::backend::openwhisk::OpenWhiskBackend::new(config)?,
         ))))
@@ -107,6 +110,7 @@ impl Context {
 
     /// Functions deployed on AWS Lambda, invoked through the SigV4-signed Invoke API.
     pub fn lambda(config: LambdaConfig) -> Result<Self> {
+        crate::run::check_may_host(false, true)?;
         Ok(Self::with_backend(Backend::Lambda(Arc::new(
             crate::backend::lambda::LambdaBackend::new(config)?,
         ))))

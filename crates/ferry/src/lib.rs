@@ -71,6 +71,11 @@ pub use registry::{Registration, Registry};
 pub use run::{ROLE_VAR, Role, run};
 pub use shared::Shared;
 
+/// serde, as ferry uses it: a crate whose only dependency is ferry derives with
+/// `#[derive(ferry::serde::Serialize, ferry::serde::Deserialize)]` and
+/// `#[serde(crate = "ferry::serde")]`.
+pub use serde;
+
 /// Makes a plain function a ferry function.
 ///
 /// ```
@@ -109,6 +114,24 @@ pub use ferry_macros::function;
 /// Sugar for [`run`]: `#[ferry::main] async fn main(ctx: Context) -> R` becomes
 /// `fn main() -> ExitCode { ferry::run(...) }`.
 pub use ferry_macros::main;
+
+/// Runs an `async fn` test on a multi-thread runtime, as `#[tokio::test(flavor =
+/// "multi_thread")]` would, without a tokio dependency of its own.
+///
+/// ```
+/// # use ferry::prelude::*;
+/// #[ferry::function]
+/// fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// #[ferry::test]
+/// async fn adds_inline() {
+///     assert_eq!(Context::inline().call(Add { a: 2, b: 3 }).await.unwrap(), 5);
+/// }
+/// # fn main() {}
+/// ```
+pub use ferry_macros::test;
 
 /// What most programs need.
 pub mod prelude {

@@ -9,6 +9,7 @@ use futures::FutureExt;
 pub use futures::future::BoxFuture;
 pub use inventory;
 pub use serde;
+pub use tokio;
 
 pub use crate::registry::Registration;
 use crate::{Error, ErrorKind, Result};

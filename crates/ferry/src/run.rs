@@ -3,8 +3,9 @@
 
 use std::future::Future;
 use std::process::{ExitCode, Termination};
+use std::sync::OnceLock;
 
-use crate::{Context, Registry};
+use crate::{Context, Error, Registry};
 
 /// Environment variable that selects the role of the process.
 pub const ROLE_VAR: &str = "FERRY_ROLE";
@@ -61,6 +62,61 @@ impl Role {
     }
 }
 
+/// The role this process took at ferry's entry ([`run`] or [`crate::web::serve`]), before any
+/// user code ran; unset in a program whose `main` never handed over to ferry.
+static ENTRY: OnceLock<Role> = OnceLock::new();
+
+/// Records the role this process entered ferry as.
+pub(crate) fn enter(role: Role) {
+    let _ = ENTRY.set(role);
+}
+
+/// Whether this process may build a context on the local platform (`local`) or another
+/// backend. A process started as a worker never starts hosts or workers of its own: that is how
+/// a `main` that is not ferry's (`#[tokio::main]`, a test harness) would multiply processes,
+/// each worker running `main` again as a new host.
+pub(crate) fn check_may_host(local: bool, worker_exe_given: bool) -> crate::Result<()> {
+    match ENTRY.get() {
+        Some(Role::Host) => Ok(()),
+        Some(_) if local => Err(Error::config(
+            "a worker cannot start a local platform of its own: invoke functions through the \
+             `Context` the function receives (a `ctx: Context` parameter, or a web handler's \
+             `ctx: ferry::Context` argument)",
+        )),
+        Some(_) => Ok(()),
+        None if started_as_local_worker() => {
+            let error = Error::config(format!(
+                "`{}` was started as a worker of the local platform, but its `main` does not hand \
+                 over to ferry, so it ran as a new host instead of serving functions: make `main` \
+                 `#[ferry::main] async fn main(ctx: Context)` (or call `ferry::run`) instead of \
+                 `#[tokio::main]`, or point `LocalConfig::worker_exe` at a ferry program",
+                this_executable()
+            ));
+            crate::backend::local::refuse_as_worker(&error);
+            Err(error)
+        }
+        None if local && !worker_exe_given => Err(Error::config(format!(
+            "the local platform starts its workers from this executable (`{}`), whose `main` is \
+             not ferry's, so each worker would run `main` again instead of serving functions: \
+             make `main` `#[ferry::main]` (or call `ferry::run`); in an integration test set \
+             `LocalConfig::default().worker_exe(env!(\"CARGO_BIN_EXE_<your binary>\"))`, or use \
+             `Context::inline()`",
+            this_executable()
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn this_executable() -> String {
+    std::env::current_exe().map_or_else(|_| "this program".to_owned(), |p| p.display().to_string())
+}
+
+/// Whether the local platform started this process as one of its workers (and the role was not
+/// merely inherited through a function's child).
+fn started_as_local_worker() -> bool {
+    std::env::var(ROLE_VAR).as_deref() == Ok(ROLE_LOCAL_WORKER) && !inherited_worker_role()
+}
+
 /// Whether `FERRY_ROLE=local-worker` reached this process through a worker's child rather than
 /// from the platform itself.
 fn inherited_worker_role() -> bool {
@@ -104,6 +160,7 @@ where
             return ExitCode::from(2);
         }
     };
+    enter(role);
     match role {
         Role::Manifest => print_manifest(false),
         Role::LocalWorker => crate::serve::local::serve(registry),

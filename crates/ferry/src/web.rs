@@ -35,26 +35,70 @@ use axum::routing::post;
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
+use crate::Context;
 use crate::run::Role;
 use crate::serve::lambda;
 
 /// Largest response body read back from the router (Lambda's limit is 6 MB anyway).
 const MAX_BODY: usize = 64 << 20;
 
+/// axum, as ferry serves it: routers, extractors and responses without an axum dependency of
+/// the program's own (`use ferry::web::axum::{Router, routing::get};`).
+pub use axum;
+
 /// Serves `router` on the platform this process was started on; returns the exit code.
+///
+/// Handlers reach functions through a [`Context`] argument (`async fn page(ctx: ferry::Context)`),
+/// which works in every mode: started by hand it is the backend `FERRY_BACKEND` names (default
+/// the local platform, whose workers are this program); on Lambda and OpenWhisk it is the one a
+/// worker's functions get (`FERRY_BACKEND=lambda|openwhisk` reaches the program's deployed
+/// functions, otherwise they run in this process).
 pub fn serve(router: Router) -> ExitCode {
     let role = Role::from_env().unwrap_or(Role::Host);
-    if role == Role::Manifest {
+    crate::run::enter(role);
+    match role {
         // A web app is a ferry program too: tools list its functions (often none).
-        return crate::run::print_manifest(true);
+        Role::Manifest => return crate::run::print_manifest(true),
+        // The host's context started this program as a worker: serve its functions, not the app.
+        Role::LocalWorker => {
+            return match crate::Registry::global() {
+                Ok(registry) => crate::serve::local::serve(registry),
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        _ => {}
     }
     crate::serve::run_to_exit("web app", async move {
+        let ctx = match role {
+            Role::Lambda | Role::OpenWhisk | Role::ActionLoop => crate::serve::worker_context(),
+            _ => Context::from_env(),
+        }
+        .map_err(|e| e.to_string())?;
+        let router = router.layer(axum::Extension(ctx));
         match role {
             Role::Lambda => serve_lambda(router).await,
             Role::OpenWhisk => serve_web_action(router).await,
             _ => serve_plain(router).await,
         }
     })
+}
+
+/// A handler's `ctx: ferry::Context` argument, in a router served by [`serve`].
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Context {
+    type Rejection = (StatusCode, &'static str);
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Context>().cloned().ok_or((
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "no ferry::Context here: serve the router with `ferry::web::serve`",
+        ))
+    }
 }
 
 async fn serve_plain(router: Router) -> Result<(), String> {

@@ -13,6 +13,32 @@ use axum::routing::{get, post};
 
 fn app() -> Router {
     Router::new()
+        // Handlers reach functions through the context `ferry::web::serve` hands them.
+        .route(
+            "/add/{a}/{b}",
+            get(|ctx: ferry::Context, Path((a, b)): Path<(i64, i64)>| async move {
+                match ctx.call(ferry_tests::Add { a, b }).await {
+                    Ok(sum) => sum.to_string(),
+                    Err(error) => format!("error: {error}"),
+                }
+            }),
+        )
+        // A context built in the handler, as a program would outside ferry's web server: on the
+        // local platform its workers are this program, which must serve functions, not the app.
+        .route(
+            "/add-from-env/{a}/{b}",
+            get(|Path((a, b)): Path<(i64, i64)>| async move {
+                let sum = async {
+                    ferry::Context::from_env()?
+                        .call(ferry_tests::Add { a, b })
+                        .await
+                };
+                match sum.await {
+                    Ok(sum) => sum.to_string(),
+                    Err(error) => format!("error: {error}"),
+                }
+            }),
+        )
         .route(
             "/hello/{name}",
             get(|Path(name): Path<String>, Query(query): Query<HashMap<String, String>>| async move {

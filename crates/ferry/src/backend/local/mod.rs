@@ -11,7 +11,7 @@
 pub(crate) mod protocol;
 mod worker;
 
-pub(crate) use worker::WORKER_FD;
+pub(crate) use worker::{WORKER_FD, refuse_as_worker};
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -160,6 +160,7 @@ impl Drop for LocalBackend {
 
 impl LocalBackend {
     pub(crate) fn new(config: LocalConfig) -> Result<Self> {
+        crate::run::check_may_host(true, config.worker_exe.is_some())?;
         if config.max_workers == 0 {
             return Err(Error::config(
                 "the local platform needs at least one worker",
@@ -224,6 +225,9 @@ struct State {
     next_worker: u64,
     monitor_running: bool,
     closed: bool,
+    /// Why workers of this executable cannot serve (a worker refused, or exited before it
+    /// started): every invocation fails with it instead of starting another worker.
+    refused: Option<Error>,
 }
 
 type Reply = oneshot::Sender<Result<Bytes>>;
@@ -278,6 +282,8 @@ enum KillReason {
     Unresponsive { overdue_slot: u64, limit: Duration },
     NeverStarted,
     Stopped,
+    /// Its socket broke: the process is gone or going.
+    Broken,
 }
 
 /// How a worker ended, as its reader task saw it.
@@ -346,7 +352,7 @@ impl State {
             .is_some_and(|frames| frames.send(job.frame.clone()).is_ok());
         if !sent {
             // Its writer is gone (its runtime shut down, or it is exiting): retire it.
-            worker.kill(KillReason::Stopped);
+            worker.kill(KillReason::Broken);
             return Err(job);
         }
         *worker.per_function.entry(job.function.clone()).or_insert(0) += 1;
@@ -432,11 +438,13 @@ impl Shared {
 
     fn submit(self: &Arc<Self>, job: Job) {
         let mut state = self.lock();
-        if state.closed {
+        if state.closed || state.refused.is_some() {
+            let error = state
+                .refused
+                .clone()
+                .unwrap_or_else(|| Error::unavailable("the local platform is shut down"));
             drop(state);
-            let _ = job
-                .reply
-                .send(Err(Error::unavailable("the local platform is shut down")));
+            let _ = job.reply.send(Err(error));
             return;
         }
         self.ensure_monitor(&mut state);
@@ -598,6 +606,21 @@ impl Shared {
                     }
                 }
             }
+            Frame::Refuse { error } => {
+                tracing::error!(worker = worker_id, %error, "local worker refused to serve");
+                let mut state = self.lock();
+                let mut failed: Vec<Reply> = state.queues.drain().flat_map(|(_, q)| q).map(|job| job.reply).collect();
+                if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
+                    failed.extend(worker.inflight.drain().map(|(_, inflight)| inflight.reply));
+                    worker.per_function.clear();
+                    worker.kill(KillReason::Stopped);
+                }
+                state.refused = Some(error.clone());
+                drop(state);
+                for reply in failed {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
             Frame::Retire { reason } => {
                 tracing::debug!(worker = worker_id, %reason, "local worker retires");
                 let mut state = self.lock();
@@ -635,6 +658,24 @@ impl Shared {
         if !worker.inflight.is_empty() || worker.kill_reason.is_none() {
             tracing::warn!(worker = worker_id, %reason, in_flight = worker.inflight.len(), "local worker ended");
         }
+        if !worker.ready
+            && matches!(worker.kill_reason, None | Some(KillReason::Broken))
+            && matches!(ending, Ending::Exited(_))
+        {
+            // It never served: starting another would end the same way, over and over.
+            let error = Error::unavailable(format!(
+                "the worker `{}` {reason} before it started serving: a worker must be this ferry \
+                 program, whose `main` is `#[ferry::main]` (or calls `ferry::run`)",
+                self.exe.display()
+            ));
+            let mut failed: Vec<Reply> = state.queues.drain().flat_map(|(_, q)| q).map(|job| job.reply).collect();
+            failed.extend(worker.inflight.into_values().map(|inflight| inflight.reply));
+            drop(state);
+            for reply in failed {
+                let _ = reply.send(Err(error.clone()));
+            }
+            return;
+        }
         let failures: Vec<(Reply, Error)> = worker
             .inflight
             .into_iter()
@@ -645,7 +686,10 @@ impl Shared {
                     },
                     (_, Some(KillReason::NeverStarted)) => ErrorKind::Unavailable {
                         message: format!(
-                            "the worker did not start within {} s",
+                            "the worker `{}` did not start serving within {} s: a worker must be \
+                             this ferry program, whose `main` is `#[ferry::main]` (or calls \
+                             `ferry::run`)",
+                            self.exe.display(),
                             START_TIMEOUT.as_secs()
                         ),
                     },
@@ -665,7 +709,7 @@ impl Shared {
                     (_, Some(KillReason::Stopped)) => ErrorKind::Unavailable {
                         message: "the worker was stopped while the invocation ran".to_owned(),
                     },
-                    (_, None) => ErrorKind::WorkerCrashed { reason },
+                    (_, None | Some(KillReason::Broken)) => ErrorKind::WorkerCrashed { reason },
                 };
                 let error = Error::new(kind).in_function(&inflight.function);
                 (inflight.reply, error)

@@ -11,7 +11,11 @@
 //! hello     pid: u32
 //! retire    reason (utf-8)
 //! fetch     id: u64 | blob id: [u8; 32]
+//! refuse    error (json)
 //! ```
+//!
+//! A process started as a worker whose `main` did not hand over to ferry sends `refuse` instead
+//! of `hello`: the platform fails its work with that error and starts no more workers.
 //!
 //! A worker sends `fetch` for a shared value's blob that an envelope lists and its cache lacks;
 //! the platform answers with a response of the same id whose output is the blob (codec tag and
@@ -30,6 +34,7 @@ const TAG_RESPONSE: u8 = 2;
 const TAG_HELLO: u8 = 3;
 const TAG_RETIRE: u8 = 4;
 const TAG_FETCH: u8 = 5;
+const TAG_REFUSE: u8 = 6;
 
 /// Largest frame either side accepts: arguments or results above it are refused before sending.
 pub(crate) const MAX_FRAME: usize = 256 << 20;
@@ -54,6 +59,9 @@ pub(crate) enum Frame {
     Fetch {
         id: u64,
         blob: BlobId,
+    },
+    Refuse {
+        error: Error,
     },
 }
 
@@ -139,6 +147,11 @@ pub(crate) fn retire(reason: &str) -> Bytes {
     })
 }
 
+pub(crate) fn refuse(error: &Error) -> Bytes {
+    let body = serde_json::to_vec(error).unwrap_or_default();
+    frame(TAG_REFUSE, body.len(), |buf| buf.put_slice(&body))
+}
+
 pub(crate) fn fetch(id: u64, blob: &BlobId) -> Bytes {
     frame(TAG_FETCH, 40, |buf| {
         buf.put_u64_le(id);
@@ -196,6 +209,11 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
                 blob: BlobId::from_bytes(blob),
             })
         }
+        TAG_REFUSE => Ok(Frame::Refuse {
+            error: serde_json::from_slice(&frame).unwrap_or_else(|e| {
+                Error::protocol(format!("unreadable refusal from a worker: {e}"))
+            }),
+        }),
         TAG_RETIRE => Ok(Frame::Retire {
             reason: String::from_utf8_lossy(&frame).into_owned(),
         }),

@@ -123,6 +123,36 @@ async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut chil
     end.ending = Ending::Exited(reason);
 }
 
+/// Tells the platform that started this process as a worker that it will not serve: its `main`
+/// is not ferry's. Written straight to the socket on fd 3, which nothing else here uses.
+pub(crate) fn refuse_as_worker(error: &crate::Error) {
+    // SAFETY: fstat only fills the buffer it is given.
+    let is_socket = unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        libc::fstat(WORKER_FD, &mut stat) == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFSOCK
+    };
+    if !is_socket {
+        return;
+    }
+    let frame = protocol::refuse(error);
+    let mut written = 0;
+    while written < frame.len() {
+        // SAFETY: writes from a live buffer to an open descriptor.
+        let n = unsafe {
+            libc::write(
+                WORKER_FD,
+                frame[written..].as_ptr().cast(),
+                frame.len() - written,
+            )
+        };
+        match n {
+            n if n > 0 => written += n as usize,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return,
+        }
+    }
+}
+
 /// Resident memory of a process, from `/proc/<pid>/statm`.
 pub(super) fn rss_bytes(pid: u32) -> Option<u64> {
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
