@@ -1,4 +1,4 @@
-//! `#[ferry::main]`: sugar over `ferry::run`, which decides at start-up whether this process is
+//! `#[ferry::main]`: sugar over `ferry::run` (or `ferry::run_with_args`, given the program's options), which decides at start-up whether this process is
 //! the host, a worker or a manifest request.
 
 use proc_macro2::TokenStream;
@@ -29,11 +29,12 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             "`#[ferry::main]` cannot be generic",
         ));
     }
-    if sig.inputs.len() > 1 {
-        let extra = sig.inputs.iter().skip(1);
+    if sig.inputs.len() > 2 {
+        let extra = sig.inputs.iter().skip(2);
         return Err(syn::Error::new_spanned(
             quote!(#(#extra),*),
-            "`#[ferry::main]` takes at most one parameter, the `ferry::Context`",
+            "`#[ferry::main]` takes at most two parameters: the `ferry::Context` and the program's \
+             options (a `clap::Parser`)",
         ));
     }
 
@@ -43,16 +44,27 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let inputs = &sig.inputs;
     let output = &sig.output;
     let body = &function.block;
-    let entry = if sig.inputs.is_empty() {
-        quote!(|_: ::ferry::Context| __ferry_main())
-    } else {
-        quote!(__ferry_main)
+    // The options' type is checked where it is written, so a non-parser is reported there.
+    let options_check = sig.inputs.iter().nth(1).and_then(|input| match input {
+        syn::FnArg::Typed(typed) => {
+            let ty = &typed.ty;
+            Some(quote::quote_spanned!(syn::spanned::Spanned::span(ty)=>
+                ::ferry::__private::assert_program_args::<#ty>();
+            ))
+        }
+        syn::FnArg::Receiver(_) => None,
+    });
+    let entry = match sig.inputs.len() {
+        0 => quote!(::ferry::__private::run(|_: ::ferry::Context| __ferry_main())),
+        1 => quote!(::ferry::__private::run(__ferry_main)),
+        _ => quote!(::ferry::__private::run_with_args(__ferry_main)),
     };
     Ok(quote! {
         #(#attrs)*
         #vis fn #ident() -> ::std::process::ExitCode {
             async fn __ferry_main(#inputs) #output #body
-            ::ferry::run(#entry)
+            #options_check
+            #entry
         }
     })
 }

@@ -136,7 +136,12 @@ async fn a_test_binary_without_worker_exe_is_refused_with_the_fix() {
     let error = Context::local(LocalConfig::default().max_workers(1)).unwrap_err();
     let message = error.to_string();
     assert!(matches!(error.kind(), ErrorKind::Config { .. }), "{error}");
-    for fix in ["worker_exe", "CARGO_BIN_EXE_", "Context::inline()", "#[ferry::main]"] {
+    for fix in [
+        "worker_exe",
+        "CARGO_BIN_EXE_",
+        "Context::inline()",
+        "#[ferry::main]",
+    ] {
         assert!(message.contains(fix), "{fix} missing from: {message}");
     }
     // What the message suggests works.
@@ -158,7 +163,11 @@ async fn a_worker_whose_main_is_not_ferrys_refuses_and_stops_the_platform() {
             .settle(),
     )
     .await;
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     for result in &results {
         let error = result.as_ref().unwrap_err();
         assert!(error.to_string().contains("#[ferry::main]"), "{error}");
@@ -169,7 +178,10 @@ async fn a_worker_whose_main_is_not_ferrys_refuses_and_stops_the_platform() {
     assert!(ctx.stats().cold_starts <= 2, "{:?}", ctx.stats());
     ctx.shutdown().await;
     let most = counter.max();
-    assert!(most <= 2, "{most} worker processes at once, with FERRY_LOCAL_WORKERS=2");
+    assert!(
+        most <= 2,
+        "{most} worker processes at once, with FERRY_LOCAL_WORKERS=2"
+    );
 }
 
 /// A worker executable that is no ferry program at all exits at once: the work fails with the
@@ -177,14 +189,31 @@ async fn a_worker_whose_main_is_not_ferrys_refuses_and_stops_the_platform() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_exits_before_serving_is_reported_not_restarted() {
     let _own = counting_own_children();
-    let ctx = Context::local(LocalConfig::default().max_workers(1).worker_exe("/bin/true")).unwrap();
+    let ctx = Context::local(
+        LocalConfig::default()
+            .max_workers(1)
+            .worker_exe("/bin/true"),
+    )
+    .unwrap();
     let started = Instant::now();
-    let results = bounded(ctx.map((0..20).map(|i| Add { a: i, b: 0 })).progress(false).settle()).await;
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let results = bounded(
+        ctx.map((0..20).map(|i| Add { a: i, b: 0 }))
+            .progress(false)
+            .settle(),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     for result in &results {
         let error = result.as_ref().unwrap_err();
         let message = error.to_string();
-        assert!(message.contains("exited with code 0 before it started serving"), "{message}");
+        assert!(
+            message.contains("exited with code 0 before it started serving"),
+            "{message}"
+        );
         assert!(message.contains("#[ferry::main]"), "{message}");
     }
     assert!(ctx.stats().cold_starts <= 2, "{:?}", ctx.stats());
@@ -215,5 +244,8 @@ async fn a_web_app_handler_calls_functions_on_the_local_platform() {
     }
     let most = counter.max();
     // Each `from_env` context is a platform of its own, with at most one worker.
-    assert!((1..=2).contains(&most), "{most} processes under the web app");
+    assert!(
+        (1..=2).contains(&most),
+        "{most} processes under the web app"
+    );
 }

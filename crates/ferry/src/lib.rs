@@ -68,7 +68,7 @@ pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor
 pub use graph::{Graph, Node};
 pub use manifest::Manifest;
 pub use registry::{Registration, Registry};
-pub use run::{ROLE_VAR, Role, run};
+pub use run::{ROLE_VAR, Role, run, run_with_args};
 pub use shared::Shared;
 
 /// serde, as ferry uses it: a crate whose only dependency is ferry derives with
@@ -113,6 +113,11 @@ pub use ferry_macros::function;
 
 /// Sugar for [`run`]: `#[ferry::main] async fn main(ctx: Context) -> R` becomes
 /// `fn main() -> ExitCode { ferry::run(...) }`.
+///
+/// Every such program takes `--backend <inline|local|http|openwhisk|lambda>` (or
+/// `FERRY_BACKEND`) and lists it in `--help`. A second parameter, a `clap::Parser`
+/// (`async fn main(ctx: Context, args: Args)`), adds the program's own options
+/// ([`run_with_args`]).
 pub use ferry_macros::main;
 
 /// Runs an `async fn` test on a multi-thread runtime, as `#[tokio::test(flavor =

@@ -67,7 +67,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "the `#[ferry::function]` parameters must implement `Serialize` and `Deserialize`",
     label = "this parameter type is not a serde type",
-    note = "derive them with `#[derive(serde::Serialize, serde::Deserialize)]`"
+    note = "derive them with `#[derive(serde::Serialize, serde::Deserialize)]`, or, without a serde dependency, `#[derive(ferry::serde::Serialize, ferry::serde::Deserialize)]` and `#[serde(crate = \"ferry::serde\")]`"
 )]
 pub trait Param: serde::Serialize + serde::de::DeserializeOwned + Send + 'static {}
 impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Param for T {}
@@ -75,7 +75,7 @@ impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Param f
 #[diagnostic::on_unimplemented(
     message = "the `#[ferry::function]` return type must implement `Serialize` and `Deserialize`",
     label = "this return type is not a serde type",
-    note = "derive them with `#[derive(serde::Serialize, serde::Deserialize)]`"
+    note = "derive them with `#[derive(serde::Serialize, serde::Deserialize)]`, or, without a serde dependency, `#[derive(ferry::serde::Serialize, ferry::serde::Deserialize)]` and `#[serde(crate = \"ferry::serde\")]`"
 )]
 pub trait Output: serde::Serialize + serde::de::DeserializeOwned + Send + 'static {}
 impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Output for T {}
@@ -88,3 +88,25 @@ pub const fn assert_output<T: Output>() {}
 
 /// Entry for `#[ferry::main]`.
 pub use crate::run::run;
+
+#[diagnostic::on_unimplemented(
+    message = "the second parameter of `#[ferry::main]` must be the program's options, a `clap::Parser`",
+    label = "this type is not a `clap::Parser`",
+    note = "derive it: `#[derive(clap::Parser)] struct Args {{ .. }}`"
+)]
+pub trait ProgramArgs: clap::Parser + Send + 'static {}
+impl<T: clap::Parser + Send + 'static> ProgramArgs for T {}
+
+/// Fails to compile, with a clear message, unless `T` is a `clap::Parser`.
+pub const fn assert_program_args<T: ProgramArgs>() {}
+
+/// Entry for `#[ferry::main]` with the program's options.
+pub fn run_with_args<A, F, Fut>(main: F) -> std::process::ExitCode
+where
+    A: ProgramArgs,
+    F: FnOnce(crate::Context, A) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: std::process::Termination + Send,
+{
+    crate::run::run_with_args(main)
+}

@@ -131,9 +131,14 @@ fn inherited_worker_role() -> bool {
     u32::try_from(parent).ok() != Some(host)
 }
 
-/// Runs a ferry program: as the host it builds a [`Context`] from the environment
-/// (`FERRY_BACKEND`, default `local`) and runs `main` with it; as a worker it serves the
+/// Runs a ferry program: as the host it builds a [`Context`] on the backend `--backend` names
+/// (else `FERRY_BACKEND`, else `local`) and runs `main` with it; as a worker it serves the
 /// program's functions; asked for the manifest it prints it. `#[ferry::main]` expands to this.
+///
+/// The host reads ferry's own options from the command line, whatever else it holds:
+/// `--backend <inline|local|http|openwhisk|lambda>`, and `--help`, which lists them. A program
+/// with options of its own takes them through [`run_with_args`], which puts both in one
+/// `--help`.
 ///
 /// `main` runs as a task on the multi-thread runtime rather than on the thread that started
 /// it, so its invocations are sent and answered on the runtime's own threads; hence its future
@@ -145,6 +150,107 @@ fn inherited_worker_role() -> bool {
 pub fn run<F, Fut>(main: F) -> ExitCode
 where
     F: FnOnce(Context) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Termination + Send,
+{
+    start(HostOptions::from_command_line, move |ctx, ()| main(ctx))
+}
+
+/// [`run`] for a program with command-line options of its own: `A` (a `clap::Parser`) is
+/// parsed together with ferry's `--backend`, and `--help` shows both.
+/// `#[ferry::main] async fn main(ctx: Context, args: A)` expands to this.
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// struct Args {
+///     /// How many tasks.
+///     #[arg(long, default_value_t = 8)]
+///     tasks: u32,
+/// }
+///
+/// #[ferry::main]
+/// async fn main(ctx: ferry::Context, args: Args) -> ferry::Result<()> {
+///     println!("{} tasks on {}", args.tasks, ctx.backend_kind());
+///     Ok(())
+/// }
+/// ```
+pub fn run_with_args<A, F, Fut>(main: F) -> ExitCode
+where
+    A: clap::Parser + Send + 'static,
+    F: FnOnce(Context, A) -> Fut,
+    Fut: Future + Send + 'static,
+    Fut::Output: Termination + Send,
+{
+    start(HostOptions::with_program_args::<A>, main)
+}
+
+// ferry's own command-line options, read by every host. (A plain comment: a doc comment would
+// become the `about` of every program's command.)
+#[derive(Debug, Clone, clap::Args)]
+struct HostOptions {
+    /// Where functions run [default: `FERRY_BACKEND`, else local]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "BACKEND",
+        help_heading = "ferry options"
+    )]
+    backend: Option<crate::BackendKind>,
+}
+
+impl HostOptions {
+    /// ferry's options among the program's arguments; the others are the program's own business.
+    fn from_command_line() -> (Self, ()) {
+        let mut args = std::env::args_os();
+        let mut ours = vec![args.next().unwrap_or_default()];
+        while let Some(arg) = args.next() {
+            let text = arg.to_string_lossy();
+            if text == "--backend" {
+                ours.push(arg);
+                ours.extend(args.next());
+            } else if text.starts_with("--backend=") || text == "--help" || text == "-h" {
+                ours.push(arg);
+            }
+        }
+        let command = <Self as clap::Args>::augment_args(program_command());
+        let matches = command.get_matches_from(ours);
+        (Self::from_matches(&matches), ())
+    }
+
+    /// ferry's options and the program's, parsed as one command line.
+    fn with_program_args<A: clap::Parser>() -> (Self, A) {
+        let command = <Self as clap::Args>::augment_args(A::command());
+        let matches = command.get_matches();
+        let args = A::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        (Self::from_matches(&matches), args)
+    }
+
+    fn from_matches(matches: &clap::ArgMatches) -> Self {
+        <Self as clap::FromArgMatches>::from_arg_matches(matches).unwrap_or_else(|e| e.exit())
+    }
+
+    fn backend(&self) -> crate::Result<crate::BackendKind> {
+        self.backend.map_or_else(crate::BackendKind::from_env, Ok)
+    }
+}
+
+/// The command of a program that has no options of its own: named after its executable.
+fn program_command() -> clap::Command {
+    let name = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|path| Some(path.file_name()?.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "program".to_owned());
+    // Built once per process: leaking the name is what gives it the `'static` clap wants.
+    clap::Command::new(&*Box::leak(name.into_boxed_str()))
+        .about("A ferry program: its functions run on the backend chosen below.")
+}
+
+/// Everything `run` and `run_with_args` share: the role, then serving, or the host's `main`.
+fn start<A, F, Fut>(parse: fn() -> (HostOptions, A), main: F) -> ExitCode
+where
+    A: Send + 'static,
+    F: FnOnce(Context, A) -> Fut,
     Fut: Future + Send + 'static,
     Fut::Output: Termination + Send,
 {
@@ -169,6 +275,12 @@ where
         Role::Http => crate::serve::http::serve(registry),
         Role::Lambda => crate::serve::lambda::serve(registry),
         Role::Host => {
+            // Only a host reads the command line: a worker's belongs to its platform.
+            let (options, args) = parse();
+            let backend = match options.backend() {
+                Ok(backend) => backend,
+                Err(error) => return fail(&error),
+            };
             let runtime = match runtime() {
                 Ok(runtime) => runtime,
                 Err(error) => {
@@ -177,11 +289,11 @@ where
                 }
             };
             let code = runtime.block_on(async {
-                let ctx = match Context::from_env() {
+                let ctx = match Context::new(backend) {
                     Ok(ctx) => ctx,
                     Err(error) => return fail(&error),
                 };
-                let code = match tokio::spawn(main(ctx.clone())).await {
+                let code = match tokio::spawn(main(ctx.clone(), args)).await {
                     Ok(output) => output.report(),
                     Err(e) => std::panic::resume_unwind(e.into_panic()),
                 };

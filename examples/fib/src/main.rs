@@ -13,15 +13,12 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
+use ferry::Context;
 use ferry::summary::FanOutSummary;
-use ferry::{BackendKind, Context};
 
 #[derive(Debug, Parser)]
 #[command(about = "Computes Fibonacci numbers with recursive ferry invocations")]
 struct Args {
-    /// Where the invocations run.
-    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
-    backend: BackendKind,
     /// Which Fibonacci number (at most 92, so that the check fits a u64).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=92))]
     n: u32,
@@ -102,10 +99,7 @@ fn cutoff_for(n: u32, tasks: u64) -> u32 {
 }
 
 #[ferry::main]
-async fn main() -> anyhow::Result<()> {
-    // `ferry::run` hands `main` a context for `FERRY_BACKEND`; this program lets `--backend` decide.
-    let args = Args::parse();
-    let ctx = Context::new(args.backend)?;
+async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     let cutoff = cutoff_for(args.n, args.tasks);
     let task_count = invocations(args.n, cutoff);
 

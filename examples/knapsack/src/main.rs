@@ -10,15 +10,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, ensure};
 use clap::Parser;
-use ferry::{BackendKind, Context};
+use ferry::Context;
 use knapsack::{Alone, Explore, Explored, Family, Instance, prefix_in_search_order, search};
 
 #[derive(Debug, Parser)]
 #[command(about = "0/1 knapsack by branch and bound over ferry invocations")]
 struct Args {
-    /// Where the invocations run.
-    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
-    backend: BackendKind,
     /// The kind of instance.
     #[arg(long, value_enum, default_value_t = Family::StronglyCorrelated)]
     family: Family,
@@ -52,17 +49,11 @@ struct Run {
 }
 
 #[ferry::main]
-async fn main(ctx: Context) -> anyhow::Result<()> {
-    let args = Args::parse();
+async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     ensure!(
         args.tasks.is_power_of_two() && args.tasks.trailing_zeros() < args.items,
         "--tasks must be a power of two below 2^items"
     );
-    let ctx = if args.backend == ctx.backend_kind() {
-        ctx
-    } else {
-        Context::new(args.backend)?
-    };
     let depth = args.tasks.trailing_zeros();
     let instance = Instance::generate(args.family, args.items as usize, args.seed);
     let optimum = instance.optimum();
@@ -106,7 +97,7 @@ async fn main(ctx: Context) -> anyhow::Result<()> {
             "{} ({} tasks on {}): best {}, {} nodes ({:.2}x the sequential search's, the largest task {}), {:.3} s, speedup {:.2}x",
             run.mode,
             args.tasks,
-            args.backend,
+            ctx.backend_kind(),
             run.best,
             run.nodes,
             run.nodes as f64 / sequential.nodes as f64,

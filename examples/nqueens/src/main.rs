@@ -14,15 +14,12 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
+use ferry::Context;
 use ferry::summary::FanOutSummary;
-use ferry::{BackendKind, Context};
 
 #[derive(Debug, Parser)]
 #[command(about = "Counts N-Queens solutions with one ferry invocation per board prefix")]
 struct Args {
-    /// Where the invocations run.
-    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
-    backend: BackendKind,
     /// Board size.
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=32))]
     n: u32,
@@ -120,10 +117,7 @@ fn prefixes_for(n: u32, tasks: u64) -> (u32, Vec<CountQueens>) {
 }
 
 #[ferry::main]
-async fn main() -> anyhow::Result<()> {
-    // `ferry::run` hands `main` a context for `FERRY_BACKEND`; this program lets `--backend` decide.
-    let args = Args::parse();
-    let ctx = Context::new(args.backend)?;
+async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     let (depth, tasks) = match args.depth {
         Some(depth) => (depth.min(args.n), prefixes(args.n, depth.min(args.n))),
         None => prefixes_for(args.n, args.tasks),

@@ -17,15 +17,12 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
+use ferry::Context;
 use ferry::summary::FanOutSummary;
-use ferry::{BackendKind, Context};
 
 #[derive(Debug, Parser)]
 #[command(about = "Estimates π by Monte-Carlo sampling spread over ferry invocations")]
 struct Args {
-    /// Where the invocations run.
-    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
-    backend: BackendKind,
     /// Number of invocations the samples are split over.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     tasks: u64,
@@ -92,10 +89,7 @@ fn tolerance(samples: u64) -> f64 {
 }
 
 #[ferry::main]
-async fn main() -> anyhow::Result<()> {
-    // `ferry::run` hands `main` a context for `FERRY_BACKEND`; this program lets `--backend` decide.
-    let args = Args::parse();
-    let ctx = Context::new(args.backend)?;
+async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     let tasks = split(args.samples, args.tasks);
 
     let sequential = (!args.skip_sequential).then(|| {

@@ -24,16 +24,6 @@ pub use crate::math::Vec3;
 pub use crate::render::{Tile, TileImage};
 pub use crate::scene::Scene;
 
-/// `ctx` if it is on `backend` (the one `ferry::run` built from `FERRY_BACKEND`), else a context
-/// on `backend`: the programs' `--backend` flag decides.
-pub fn context_on(ctx: Context, backend: ferry::BackendKind) -> ferry::Result<Context> {
-    if backend == ctx.backend_kind() {
-        Ok(ctx)
-    } else {
-        Context::new(backend)
-    }
-}
-
 /// Renders one tile of a scene that every tile shares.
 #[ferry::function(timeout = "120s")]
 pub fn render_tile(scene: Shared<Scene>, tile: Tile) -> TileImage {

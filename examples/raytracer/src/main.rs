@@ -8,15 +8,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use ferry::{BackendKind, Context};
+use ferry::Context;
 use raytracer::{Image, Passing, Scene};
 
 #[derive(Debug, Parser)]
 #[command(about = "a small ray tracer: tiles as ferry tasks over one shared scene")]
 struct Args {
-    /// Where the tiles render.
-    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
-    backend: BackendKind,
     #[arg(long, default_value_t = 640)]
     width: u32,
     #[arg(long, default_value_t = 480)]
@@ -33,9 +30,7 @@ struct Args {
 }
 
 #[ferry::main]
-async fn main(ctx: Context) -> anyhow::Result<()> {
-    let args = Args::parse();
-    let ctx = raytracer::context_on(ctx, args.backend)?;
+async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     let scene = Scene::example();
     let scene_bytes = ferry::Codec::Binary.encode(&scene)?.len();
     let passing = if args.by_value {

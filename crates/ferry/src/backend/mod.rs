@@ -32,7 +32,9 @@ use crate::wire::Envelope;
 use crate::{Context, Error, FunctionDescriptor, Result};
 
 /// A backend by name, as given to `--backend` or `FERRY_BACKEND`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum BackendKind {
@@ -45,6 +47,7 @@ pub enum BackendKind {
     Http,
     /// Functions deployed as OpenWhisk actions (`__OW_API_HOST` or a wskprops file).
     #[serde(rename = "openwhisk")]
+    #[value(name = "openwhisk")]
     OpenWhisk,
     /// Functions deployed on AWS Lambda (credentials and region as the AWS CLI finds them).
     Lambda,

@@ -15,14 +15,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, ensure};
 use clap::Parser;
-use ferry::{BackendKind, Context};
+use ferry::Context;
 use raytracer::{Image, Passing, Scene};
 
 #[derive(Debug, Parser)]
 #[command(about = "host serialization time of the ray tracer with and without `ferry::Shared`")]
 struct Args {
-    #[arg(long, env = "FERRY_BACKEND", default_value = "local")]
-    backend: BackendKind,
     #[arg(long, default_value_t = 640)]
     width: u32,
     #[arg(long, default_value_t = 480)]
@@ -49,9 +47,7 @@ struct Measured {
 const HEADING: &str = "## raytracer: one scene shared by every tile";
 
 #[ferry::main]
-async fn main(ctx: Context) -> anyhow::Result<()> {
-    let args = Args::parse();
-    let ctx = raytracer::context_on(ctx, args.backend)?;
+async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     let scene = Scene::example();
     let scene_bytes = ferry::Codec::Binary.encode(&scene)?.len();
     let started = Instant::now();

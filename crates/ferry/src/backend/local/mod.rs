@@ -278,8 +278,14 @@ struct Inflight {
 
 #[derive(Clone, Copy)]
 enum KillReason {
-    OutOfMemory { limit_mb: u64, used_mb: u64 },
-    Unresponsive { overdue_slot: u64, limit: Duration },
+    OutOfMemory {
+        limit_mb: u64,
+        used_mb: u64,
+    },
+    Unresponsive {
+        overdue_slot: u64,
+        limit: Duration,
+    },
     NeverStarted,
     Stopped,
     /// Its socket broke: the process is gone or going.
@@ -609,7 +615,12 @@ impl Shared {
             Frame::Refuse { error } => {
                 tracing::error!(worker = worker_id, %error, "local worker refused to serve");
                 let mut state = self.lock();
-                let mut failed: Vec<Reply> = state.queues.drain().flat_map(|(_, q)| q).map(|job| job.reply).collect();
+                let mut failed: Vec<Reply> = state
+                    .queues
+                    .drain()
+                    .flat_map(|(_, q)| q)
+                    .map(|job| job.reply)
+                    .collect();
                 if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
                     failed.extend(worker.inflight.drain().map(|(_, inflight)| inflight.reply));
                     worker.per_function.clear();
@@ -668,7 +679,12 @@ impl Shared {
                  program, whose `main` is `#[ferry::main]` (or calls `ferry::run`)",
                 self.exe.display()
             ));
-            let mut failed: Vec<Reply> = state.queues.drain().flat_map(|(_, q)| q).map(|job| job.reply).collect();
+            let mut failed: Vec<Reply> = state
+                .queues
+                .drain()
+                .flat_map(|(_, q)| q)
+                .map(|job| job.reply)
+                .collect();
             failed.extend(worker.inflight.into_values().map(|inflight| inflight.reply));
             drop(state);
             for reply in failed {
