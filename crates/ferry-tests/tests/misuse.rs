@@ -47,13 +47,7 @@ fn descendants(root: u32) -> usize {
 }
 
 /// Held by every test here: each starts processes, and some count this process's children.
-static OWN_CHILDREN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn counting_own_children() -> std::sync::MutexGuard<'static, ()> {
-    OWN_CHILDREN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static OWN_CHILDREN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Samples the descendants of `root` every 10 ms until dropped; `max` is the most seen at once.
 struct ProcessCounter {
@@ -98,7 +92,7 @@ impl ProcessCounter {
 
 #[test]
 fn a_tokio_main_host_is_refused_with_the_fix() {
-    let _own = counting_own_children();
+    let _own = OWN_CHILDREN.blocking_lock();
     let started = Instant::now();
     let mut child = Command::new(TOKIO_MAIN)
         .env_remove("FERRY_ROLE")
@@ -131,7 +125,7 @@ fn a_tokio_main_host_is_refused_with_the_fix() {
 /// refuses at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_test_binary_without_worker_exe_is_refused_with_the_fix() {
-    let _own = counting_own_children();
+    let _own = OWN_CHILDREN.lock().await;
     let counter = ProcessCounter::watch(std::process::id());
     let error = Context::local(LocalConfig::default().max_workers(1)).unwrap_err();
     let message = error.to_string();
@@ -153,7 +147,7 @@ async fn a_test_binary_without_worker_exe_is_refused_with_the_fix() {
 /// the platform fails the work with its message and starts no more workers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_whose_main_is_not_ferrys_refuses_and_stops_the_platform() {
-    let _own = counting_own_children();
+    let _own = OWN_CHILDREN.lock().await;
     let counter = ProcessCounter::watch(std::process::id());
     let ctx = Context::local(LocalConfig::default().max_workers(2).worker_exe(TOKIO_MAIN)).unwrap();
     let started = Instant::now();
@@ -188,7 +182,7 @@ async fn a_worker_whose_main_is_not_ferrys_refuses_and_stops_the_platform() {
 /// exit and the fix, and the platform does not start it again and again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_exits_before_serving_is_reported_not_restarted() {
-    let _own = counting_own_children();
+    let _own = OWN_CHILDREN.lock().await;
     let ctx = Context::local(
         LocalConfig::default()
             .max_workers(1)
@@ -224,7 +218,7 @@ async fn a_worker_that_exits_before_serving_is_reported_not_restarted() {
 /// web app, which serves functions as a worker instead of binding the port again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_web_app_handler_calls_functions_on_the_local_platform() {
-    let _own = counting_own_children();
+    let _own = OWN_CHILDREN.lock().await;
     let server = Server::start_with(WEB, None, &[("FERRY_LOCAL_WORKERS", "1")]);
     let counter = ProcessCounter::watch(server.child.id());
     let http = reqwest::Client::new();
