@@ -35,6 +35,8 @@ pub struct Context {
 struct Inner {
     backend: Backend,
     invocation: Option<Invocation>,
+    /// Shared by the contexts handed to the functions this context runs in this process.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The invocation a function is serving.
@@ -126,6 +128,7 @@ impl Context {
             inner: Arc::new(Inner {
                 backend,
                 invocation: None,
+                metrics: Arc::default(),
             }),
         }
     }
@@ -136,6 +139,7 @@ impl Context {
             inner: Arc::new(Inner {
                 backend: self.inner.backend.clone(),
                 invocation: Some(invocation),
+                metrics: self.inner.metrics.clone(),
             }),
         }
     }
@@ -149,9 +153,16 @@ impl Context {
         self.inner.backend.kind()
     }
 
-    /// Workers, cold starts and invocations so far.
+    /// Workers, cold starts and invocations so far, and per function the calls this context
+    /// made: counts, errors, cold starts and latency percentiles.
     pub fn stats(&self) -> BackendStats {
-        self.inner.backend.stats()
+        let mut stats = self.inner.backend.stats();
+        let cold_starts = self.inner.backend.cold_starts_by_function();
+        stats.functions = self.inner.metrics.snapshot();
+        for function in &mut stats.functions {
+            function.cold_starts = cold_starts.get(&function.function).copied().unwrap_or(0);
+        }
+        stats
     }
 
     /// The invocation being served, when this context was handed to a function.
@@ -170,31 +181,62 @@ impl Context {
         &self,
         function: F,
     ) -> impl Future<Output = Result<F::Output>> + Send + 'static {
+        self.call_task(function, None)
+    }
+
+    /// [`call`](Self::call) as task `task` of a fan-out: its span and its error name the index.
+    pub(crate) fn call_task<F: Function>(
+        &self,
+        function: F,
+        task: Option<usize>,
+    ) -> impl Future<Output = Result<F::Output>> + Send + 'static {
         let ctx = self.clone();
-        async move {
-            let id = InvocationId::next();
-            let descriptor = F::DESCRIPTOR;
+        let id = InvocationId::next();
+        let descriptor = F::DESCRIPTOR;
+        // One span per invocation (`FERRY_LOG=debug`): the backend fills in where and how long
+        // it waited and ran; closing it logs the whole.
+        let span = tracing::debug_span!(
+            "invocation",
+            function = descriptor.id,
+            invocation = %id,
+            backend = %ctx.backend_kind(),
+            task,
+            worker = tracing::field::Empty,
+            cold_start = tracing::field::Empty,
+            queue_ms = tracing::field::Empty,
+            run_ms = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let call = async move {
+            let started = Instant::now();
             let result = match &ctx.inner.backend {
                 Backend::Inline => crate::backend::inline::call(&ctx, function, id).await,
-                backend => {
-                    let codec = backend.wire_codec();
-                    let (payload, blobs) = crate::shared::encode_arguments(
-                        codec,
-                        &function,
-                        backend.delivers_shared(),
-                    )?;
-                    let mut envelope = ctx.envelope(descriptor.id, id, codec);
-                    envelope.blobs = blobs.ids().to_vec();
-                    let output = backend
-                        .invoke(&ctx, envelope, Bytes::from(payload), Some(descriptor))
-                        .await?;
-                    // The blobs stay servable until the invocation has ended.
-                    drop(blobs);
-                    backend.decode_output(&output)
-                }
+                backend => send(&ctx, backend, function, id).await,
             };
-            result.map_err(|e| e.in_function(descriptor.id).in_invocation(id))
-        }
+            ctx.inner.metrics.record(
+                descriptor.id,
+                Some(descriptor.config.memory_mb),
+                started.elapsed(),
+                result.is_ok(),
+            );
+            let result = result.map_err(|e| {
+                let e = e.in_function(descriptor.id).in_invocation(id);
+                match task {
+                    Some(index) => e.in_task(index),
+                    None => e,
+                }
+            });
+            let span = tracing::Span::current();
+            match &result {
+                Ok(_) => span.record("outcome", "ok"),
+                Err(error) => span
+                    .record("outcome", "error")
+                    .record("error", tracing::field::display(error)),
+            };
+            result
+        };
+        tracing::Instrument::instrument(call, span)
     }
 
     /// Starts an invocation and returns a handle to await later; dropping the handle does not
@@ -315,6 +357,27 @@ impl Context {
     }
 }
 
+/// A typed call on a backend outside this process: encode, send, decode.
+async fn send<F: Function>(
+    ctx: &Context,
+    backend: &Backend,
+    function: F,
+    id: InvocationId,
+) -> Result<F::Output> {
+    let descriptor = F::DESCRIPTOR;
+    let codec = backend.wire_codec();
+    let (payload, blobs) =
+        crate::shared::encode_arguments(codec, &function, backend.delivers_shared())?;
+    let mut envelope = ctx.envelope(descriptor.id, id, codec);
+    envelope.blobs = blobs.ids().to_vec();
+    let output = backend
+        .invoke(ctx, envelope, Bytes::from(payload), Some(descriptor))
+        .await?;
+    // The blobs stay servable until the invocation has ended.
+    drop(blobs);
+    backend.decode_output(&output)
+}
+
 type InstanceSlot = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
 
 /// The process's slot for instance state of type `T`.
@@ -382,11 +445,16 @@ impl<F: Function> Map<F> {
             self.ctx.progress_enabled(self.tasks.len(), self.progress),
         );
         let ctx = self.ctx;
-        futures::stream::iter(self.tasks.into_iter().map(|task| ctx.call(task)))
-            .buffered(self.concurrency)
-            .inspect(|_| progress.inc())
-            .collect()
-            .await
+        futures::stream::iter(
+            self.tasks
+                .into_iter()
+                .enumerate()
+                .map(|(index, task)| ctx.call_task(task, Some(index))),
+        )
+        .buffered(self.concurrency)
+        .inspect(|_| progress.inc())
+        .collect()
+        .await
     }
 
     async fn run(self) -> Result<Vec<F::Output>> {
@@ -395,12 +463,12 @@ impl<F: Function> Map<F> {
             self.ctx.progress_enabled(self.tasks.len(), self.progress),
         );
         let mut outputs = Vec::with_capacity(self.tasks.len());
-        let mut tasks = self.tasks.into_iter();
+        let mut tasks = self.tasks.into_iter().enumerate();
         let mut running = FuturesOrdered::new();
         loop {
             while running.len() < self.concurrency {
                 match tasks.next() {
-                    Some(task) => running.push_back(self.ctx.call(task)),
+                    Some((index, task)) => running.push_back(self.ctx.call_task(task, Some(index))),
                     None => break,
                 }
             }
@@ -482,7 +550,7 @@ impl<F: Function> Completions<F> {
             };
             let index = self.next_index;
             self.next_index += 1;
-            let call = self.ctx.call(task);
+            let call = self.ctx.call_task(task, Some(index));
             self.running
                 .push(Box::pin(async move { (index, call.await) }));
         }

@@ -24,6 +24,10 @@ pub struct Error {
     /// Position of the failing function in a flow, counted from 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stage: Option<u32>,
+    /// Index of the failing task in a fan-out (`map`, `as_completed`) or graph. It means
+    /// something only to the caller that made the fan-out, so it never travels.
+    #[serde(skip)]
+    task: Option<usize>,
 }
 
 /// What went wrong. Matches are expected to have a wildcard arm: kinds are added over time.
@@ -153,6 +157,7 @@ impl Error {
             function: None,
             invocation: None,
             stage: None,
+            task: None,
         }
     }
 
@@ -170,6 +175,20 @@ impl Error {
     /// function is [`function`](Self::function)).
     pub fn flow_stage(&self) -> Option<u32> {
         self.stage
+    }
+
+    /// When the error ended a task of a fan-out ([`Context::map`](crate::Context::map),
+    /// [`Context::as_completed`](crate::Context::as_completed)) or a node of a
+    /// [`Graph`](crate::Graph): its index, in the order the tasks were given.
+    pub fn task(&self) -> Option<usize> {
+        self.task
+    }
+
+    /// Names the task: the outermost fan-out, the caller's own, has the last word.
+    #[must_use]
+    pub(crate) fn in_task(mut self, index: usize) -> Self {
+        self.task = Some(index);
+        self
     }
 
     /// Names the flow stage, unless a deeper layer already did.
@@ -253,6 +272,9 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(task) = self.task {
+            write!(f, "task {task}: ")?;
+        }
         if let Some(stage) = self.stage {
             write!(f, "flow stage {stage}: ")?;
         }

@@ -4,7 +4,8 @@
 //! A node starts as soon as the nodes it depends on have finished: independent nodes run at
 //! once, a chain runs in order. Every node's output is a future ([`Node::output`]); a failure
 //! fails the nodes that depend on it with the same error, and [`Graph::run`] reports the first
-//! failure in the order nodes were added.
+//! failure in the order nodes were added. A node's error names its index
+//! ([`Error::task`](crate::Error::task)), counted in the order nodes were added.
 //!
 //! ```no_run
 //! # #[ferry::function] fn fib(n: u32) -> u64 { n as u64 }
@@ -106,7 +107,7 @@ impl Graph {
         F: Function,
         F::Output: Clone + Sync,
     {
-        let call = self.ctx.call(task);
+        let call = self.ctx.call_task(task, Some(self.nodes.len()));
         self.start(call)
     }
 
@@ -121,9 +122,9 @@ impl Graph {
         F: Function,
         F::Output: Clone + Sync,
     {
-        let ctx = self.ctx.clone();
+        let (ctx, index) = (self.ctx.clone(), self.nodes.len());
         let input = input.output.clone();
-        self.start(async move { ctx.call(make(input.await?)).await })
+        self.start(async move { ctx.call_task(make(input.await?), Some(index)).await })
     }
 
     /// A node that needs two outputs.
@@ -139,11 +140,11 @@ impl Graph {
         F: Function,
         F::Output: Clone + Sync,
     {
-        let ctx = self.ctx.clone();
+        let (ctx, index) = (self.ctx.clone(), self.nodes.len());
         let (a, b) = (a.output.clone(), b.output.clone());
         self.start(async move {
             let (a, b) = futures::future::join(a, b).await;
-            ctx.call(make(a?, b?)).await
+            ctx.call_task(make(a?, b?), Some(index)).await
         })
     }
 
@@ -158,14 +159,14 @@ impl Graph {
         F: Function,
         F::Output: Clone + Sync,
     {
-        let ctx = self.ctx.clone();
+        let (ctx, index) = (self.ctx.clone(), self.nodes.len());
         let inputs: Vec<SharedOutput<T>> = inputs.iter().map(|n| n.output.clone()).collect();
         self.start(async move {
             let outputs = futures::future::join_all(inputs)
                 .await
                 .into_iter()
                 .collect::<Result<Vec<T>>>()?;
-            ctx.call(make(outputs)).await
+            ctx.call_task(make(outputs), Some(index)).await
         })
     }
 

@@ -298,6 +298,12 @@ where
                     Err(e) => std::panic::resume_unwind(e.into_panic()),
                 };
                 ctx.shutdown().await;
+                if report_wanted() {
+                    eprint!(
+                        "{}",
+                        crate::metrics::report(ctx.backend_kind(), &ctx.stats().functions)
+                    );
+                }
                 code
             });
             runtime.shutdown_timeout(std::time::Duration::from_secs(1));
@@ -342,12 +348,26 @@ pub(crate) fn runtime_with_threads(
     builder.enable_all().thread_name("ferry").build()
 }
 
-/// `FERRY_LOG` (e.g. `debug`, `ferry=trace`) turns on logs to stderr; quiet otherwise.
+/// `FERRY_LOG` (e.g. `debug`, `ferry=trace`) turns on logs to stderr; quiet otherwise. At
+/// `debug` every invocation is a span, logged when it closes with its timings.
 fn init_tracing() {
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .try_init();
     }
+}
+
+/// `FERRY_REPORT=1` prints the run report on stderr when the host's `main` returns: per
+/// function, calls, errors, cold starts, p50/p99 and the estimated Lambda GB-seconds and cost.
+fn report_wanted() -> bool {
+    std::env::var("FERRY_REPORT").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
 }

@@ -111,7 +111,8 @@ impl std::fmt::Display for BackendKind {
 }
 
 /// What a backend has done so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BackendStats {
     /// The backend.
     pub backend: BackendKind,
@@ -124,6 +125,9 @@ pub struct BackendStats {
     pub cold_starts: u64,
     /// Invocations submitted.
     pub invocations: u64,
+    /// Per function, the calls made through the context asked (see
+    /// [`Context::stats`](crate::Context::stats)), by id.
+    pub functions: Vec<crate::metrics::FunctionStats>,
 }
 
 #[derive(Clone)]
@@ -198,12 +202,21 @@ impl Backend {
                 workers: 1,
                 cold_starts: 0,
                 invocations: inline::invocations(),
+                functions: Vec::new(),
             },
             Self::Local(local) => local.stats(),
             Self::Http(http) => http.stats(),
             Self::OpenWhisk(openwhisk) => openwhisk.stats(),
             Self::Lambda(lambda) => lambda.stats(),
             Self::Parent(parent) => parent.stats(),
+        }
+    }
+
+    /// Per function, the invocations that waited for a worker to start.
+    pub(crate) fn cold_starts_by_function(&self) -> std::collections::HashMap<String, u64> {
+        match self {
+            Self::Local(local) => local.cold_starts_by_function(),
+            _ => std::collections::HashMap::new(),
         }
     }
 
@@ -240,6 +253,7 @@ pub(crate) fn remote_stats(backend: BackendKind, invocations: u64) -> BackendSta
         workers: 0,
         cold_starts: 0,
         invocations,
+        functions: Vec::new(),
     }
 }
 

@@ -275,6 +275,7 @@ impl ParentLink {
             invocations: self.next_call.load(Ordering::Relaxed)
                 - 1
                 - self.blob_fetches.load(Ordering::Relaxed),
+            functions: Vec::new(),
         }
     }
 }

@@ -206,6 +206,15 @@ impl LocalBackend {
     pub(crate) fn shutdown(&self) {
         self.shared.close();
     }
+
+    pub(crate) fn cold_starts_by_function(&self) -> HashMap<String, u64> {
+        self.shared
+            .lock()
+            .cold_starts_by_function
+            .iter()
+            .map(|(function, n)| (function.to_string(), *n))
+            .collect()
+    }
 }
 
 struct Shared {
@@ -225,6 +234,8 @@ struct State {
     next_worker: u64,
     monitor_running: bool,
     closed: bool,
+    /// Invocations that waited for a worker started for them, per function.
+    cold_starts_by_function: HashMap<Arc<str>, u64>,
     /// Why workers of this executable cannot serve (a worker refused, or exited before it
     /// started): every invocation fails with it instead of starting another worker.
     refused: Option<Error>,
@@ -238,6 +249,9 @@ struct Job {
     limits: Limits,
     frame: Bytes,
     reply: Reply,
+    submitted: Instant,
+    /// The caller's invocation span: where the job ran and how long it waited go there.
+    span: tracing::Span,
 }
 
 #[derive(Clone, Copy)]
@@ -270,6 +284,7 @@ struct Worker {
 struct Inflight {
     function: Arc<str>,
     reply: Reply,
+    span: tracing::Span,
     dispatched: Instant,
     timeout: Duration,
     /// Longest the worker may take to answer: queued behind prefetched work, then run.
@@ -349,8 +364,9 @@ impl State {
             .map(|(index, _)| index)
     }
 
-    /// Sends `job` to the worker; gives it back if the worker can no longer take it.
-    fn assign(&mut self, index: usize, job: Job, prefetch: u32) -> Result<(), Job> {
+    /// Sends `job` to the worker (`cold`: started for it); gives it back if the worker can no
+    /// longer take it.
+    fn assign(&mut self, index: usize, job: Job, prefetch: u32, cold: bool) -> Result<(), Job> {
         let worker = &mut self.workers[index];
         let sent = worker
             .frames
@@ -363,11 +379,22 @@ impl State {
         }
         *worker.per_function.entry(job.function.clone()).or_insert(0) += 1;
         worker.last_active = Instant::now();
+        job.span.record("worker", worker.id);
+        job.span.record("cold_start", cold);
+        job.span.record("queue_ms", millis(job.submitted.elapsed()));
+        if cold {
+            *self
+                .cold_starts_by_function
+                .entry(job.function.clone())
+                .or_insert(0) += 1;
+        }
+        let worker = &mut self.workers[index];
         worker.inflight.insert(
             job.slot,
             Inflight {
                 function: job.function,
                 reply: job.reply,
+                span: job.span,
                 dispatched: Instant::now(),
                 timeout: job.limits.timeout,
                 answer_within: job
@@ -404,6 +431,7 @@ impl Shared {
             workers: self.lock().workers.len(),
             cold_starts: self.cold_starts.load(Ordering::Relaxed),
             invocations: self.invocations.load(Ordering::Relaxed),
+            functions: Vec::new(),
         }
     }
 
@@ -436,6 +464,8 @@ impl Shared {
             },
             frame,
             reply,
+            submitted: Instant::now(),
+            span: tracing::Span::current(),
         });
         outcome
             .await
@@ -476,11 +506,15 @@ impl Shared {
                 return;
             };
             let free_slot = state.pick(function, limits.concurrency);
+            let mut cold = false;
             let index = match free_slot {
                 Some(index) => index,
                 None if state.live_workers() < self.config.max_workers => {
                     match self.start_worker(state) {
-                        Ok(index) => index,
+                        Ok(index) => {
+                            cold = true;
+                            index
+                        }
                         Err(error) => {
                             // Nothing can run these now; fail them rather than wait forever.
                             if state.live_workers() == 0 {
@@ -500,7 +534,7 @@ impl Shared {
             let Some(job) = state.queues.get_mut(function).and_then(VecDeque::pop_front) else {
                 return;
             };
-            if let Err(job) = state.assign(index, job, prefetch) {
+            if let Err(job) = state.assign(index, job, prefetch, cold) {
                 // That worker is retired now; the next round picks another.
                 if let Some(queue) = state.queues.get_mut(function) {
                     queue.push_front(job);
@@ -560,6 +594,8 @@ impl Shared {
                 let Some(done) = worker.inflight.remove(&id) else {
                     return;
                 };
+                done.span
+                    .record("run_ms", millis(done.dispatched.elapsed()));
                 if let Some(count) = worker.per_function.get_mut(&done.function) {
                     *count = count.saturating_sub(1);
                 }
@@ -837,6 +873,11 @@ impl Shared {
                 .send(Err(Error::unavailable("the local platform shut down")));
         }
     }
+}
+
+/// Milliseconds to the microsecond, as spans show them.
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
 }
 
 /// Clears `monitor_running` when the monitor task ends, however it ends.
