@@ -366,6 +366,8 @@ impl State {
 
     /// Sends `job` to the worker (`cold`: started for it); gives it back if the worker can no
     /// longer take it.
+    // The job goes back as it came, moved, not built: boxing it would allocate on every call.
+    #[allow(clippy::result_large_err)]
     fn assign(&mut self, index: usize, job: Job, prefetch: u32, cold: bool) -> Result<(), Job> {
         let worker = &mut self.workers[index];
         let sent = worker
