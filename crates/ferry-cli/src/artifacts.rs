@@ -61,6 +61,9 @@ pub struct BuildInfo {
     pub linkage: Linkage,
     /// The ELF machine: `x86_64` or `aarch64`.
     pub architecture: String,
+    /// Where cargo wrote the binary: what `ferry invoke` runs as local workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<PathBuf>,
 }
 
 /// The artifacts directory of one program.

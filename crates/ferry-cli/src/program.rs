@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 use cargo_metadata::{Metadata, MetadataCommand, Package, TargetKind};
 
 /// Selects the program: shared by `build`, `deploy` and `ls`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProgramArgs {
     /// The package of the program (default: the package in the current directory, or the
     /// workspace's only package with a binary).

@@ -60,6 +60,9 @@ pub enum ErrorKind {
     Protocol { message: String },
     /// The operation was given an invalid setting (an unknown backend name, say).
     Config { message: String },
+    /// The platform could not run the function at all: its own failure, not the function's (an
+    /// emulator without its container engine, a runtime that never started).
+    Platform { message: String },
     /// The arguments refer to shared values ([`Shared`](crate::Shared)) by content hash that
     /// could not be had where the function runs; `ids` are the hashes in hex.
     MissingShared { ids: Vec<String>, message: String },
@@ -126,6 +129,7 @@ impl fmt::Display for ErrorKind {
             Self::UnknownFunction { id } => write!(f, "unknown function `{id}`"),
             Self::Protocol { message } => write!(f, "protocol error: {message}"),
             Self::Config { message } => write!(f, "invalid configuration: {message}"),
+            Self::Platform { message } => write!(f, "the platform could not run it: {message}"),
             Self::MissingShared { ids, message } => {
                 write!(
                     f,

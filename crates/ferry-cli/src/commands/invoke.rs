@@ -4,6 +4,9 @@
 //! The backend comes from `--backend` or `FERRY_BACKEND` and its usual settings (`FERRY_HTTP_URL`,
 //! a wskprops file, AWS credentials…). `local` runs the function in a worker of `--program`;
 //! `inline` cannot run here: the function lives in the program, not in `ferry`.
+//!
+//! Without `--program`, the program is the one the last `ferry build` built in the current crate
+//! (`target/ferry/<program>/build.json`).
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -26,12 +29,12 @@ pub struct Args {
     #[arg(long)]
     pub backend: Option<String>,
     /// The ferry program whose function it is: needed by `local` and `--app`, and checks the
-    /// name elsewhere.
+    /// name elsewhere (default: what the last `ferry build` of the current crate built).
     #[arg(long)]
     pub program: Option<PathBuf>,
     /// Invoke the function `ferry deploy` deployed under this app (`openwhisk`, `lambda`): its
     /// name comes from the program's manifest.
-    #[arg(long, requires = "program")]
+    #[arg(long)]
     pub app: Option<String>,
 }
 
@@ -41,9 +44,32 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         Some(name) => name.parse::<BackendKind>()?,
         None => BackendKind::from_env()?,
     };
+    let built = match &args.program {
+        Some(_) => None,
+        None => last_build(),
+    };
+    let program = args
+        .program
+        .clone()
+        .or_else(|| built.as_ref().and_then(|(info, _)| info.binary.clone()));
+    if let (Some((info, _)), Some(program)) = (&built, &program) {
+        eprintln!(
+            "note: `{}` of package `{}`, from the last `ferry build` here",
+            program.display(),
+            info.package
+        );
+    }
+    if args.app.is_some() && program.is_none() {
+        bail!(
+            "`--app` finds deployed functions by the program's manifest: give `--program <binary>`, or run `ferry build` in the program's crate first"
+        );
+    }
     let mut deployed_name = None;
-    if let Some(program) = &args.program {
-        let manifest = super::manifest::read(program)?;
+    if let Some(program) = &program {
+        let manifest = match &built {
+            Some((_, manifest)) => manifest.clone(),
+            None => super::manifest::read(program)?,
+        };
         let found = manifest
             .functions
             .iter()
@@ -83,8 +109,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 "`inline` runs functions inside the calling program; use `--backend local --program <binary>`"
             ),
             (BackendKind::Local, None) => {
-                let Some(program) = &args.program else {
-                    bail!("the local backend needs `--program <binary>`: the workers run it");
+                let Some(program) = &program else {
+                    bail!(
+                        "the local backend needs `--program <binary>` (or a `ferry build` of the current crate): the workers run it"
+                    );
                 };
                 Context::local(LocalConfig::from_env()?.worker_exe(program))?
             }
@@ -92,13 +120,48 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         };
         let output = ctx.invoke(&args.function, Codec::Json, arguments).await;
         ctx.shutdown().await;
-        Ok(output?)
+        output.map_err(|error| explain(error, backend, args.app.is_some()))
     })?;
     match serde_json::from_slice::<serde_json::Value>(&output) {
         Ok(value) => println!("{}", serde_json::to_string_pretty(&value)?),
         Err(_) => println!("{}", String::from_utf8_lossy(&output)),
     }
     Ok(())
+}
+
+/// The program and manifest of the last `ferry build` in the current crate, if there is one.
+fn last_build() -> Option<(crate::artifacts::BuildInfo, ferry::Manifest)> {
+    let dir = crate::program::ProgramArgs::default()
+        .artifacts_dir()
+        .ok()?;
+    let artifacts = crate::artifacts::Artifacts::new(dir);
+    Some((artifacts.build_info().ok()?, artifacts.manifest().ok()?))
+}
+
+/// The error with what to do about it: whose failure it was, and for a function the platform
+/// does not know, how deployed functions are named.
+fn explain(error: ferry::Error, backend: BackendKind, with_app: bool) -> anyhow::Error {
+    use ferry::ErrorKind;
+    let hint = match error.kind() {
+        ErrorKind::UnknownFunction { .. }
+            if matches!(backend, BackendKind::Lambda | BackendKind::OpenWhisk) && !with_app =>
+        {
+            Some(
+                "`ferry deploy` names functions `<app>-<function>-<config hash>`: give `--app <app>` (the program's name unless deployed with `--app`) with `--program <binary>`, or run `ferry invoke` in the program's crate after `ferry build`",
+            )
+        }
+        ErrorKind::UnknownFunction { .. } => {
+            Some("`ferry manifest <binary>` lists the program's functions")
+        }
+        ErrorKind::Platform { .. }
+        | ErrorKind::Unavailable { .. }
+        | ErrorKind::Throttled { .. } => Some("this is the platform's failure, not the function's"),
+        _ => None,
+    };
+    match hint {
+        Some(hint) => anyhow::anyhow!("{error}\nhint: {hint}"),
+        None => anyhow::Error::new(error),
+    }
 }
 
 fn arguments(args: &Args) -> anyhow::Result<Vec<u8>> {

@@ -313,6 +313,13 @@ fn function_error(body: &[u8]) -> Error {
     {
         return error;
     }
+    if !is_runtime_error(body) {
+        // Every runtime reports `{errorMessage, errorType}`: anything else came from the
+        // platform itself (moto without Docker: "error running docker: …").
+        return Error::new(ErrorKind::Platform {
+            message: String::from_utf8_lossy(body).trim().to_owned(),
+        });
+    }
     let text = |key: &str| error.get(key).and_then(Value::as_str).unwrap_or_default();
     let message = match text("errorMessage") {
         "" => String::from_utf8_lossy(body).trim().to_owned(),
@@ -390,6 +397,17 @@ fn service_error(status: u16, error_type: Option<String>, function: &str, body: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_of_the_platform_is_not_the_functions() {
+        let error =
+            function_error(b"error running docker: Error while fetching server API version");
+        assert!(
+            matches!(error.kind(), ErrorKind::Platform { message } if message.starts_with("error running docker")),
+            "{error}"
+        );
+        assert!(!error.is_transient());
+    }
 
     #[test]
     fn function_errors_keep_their_meaning() {

@@ -139,6 +139,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         profile: args.profile.clone(),
         linkage: binary.linkage,
         architecture: binary.architecture.rust_name().to_owned(),
+        binary: Some(path.clone()),
     };
     write_atomically(
         &artifacts.manifest_path(),
