@@ -37,6 +37,8 @@ enum Command {
     ActionloopHost(commands::actionloop_host::Args),
     /// Invoke one function on any backend and print its output.
     Invoke(commands::invoke::Args),
+    /// Rebuild and rerun the program (or restart its HTTP service) whenever its files change.
+    Watch(commands::watch::Args),
 }
 
 /// Exit codes: 0 success, 1 the command failed, 2 bad usage (clap's own).
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Manifest(args) => commands::manifest::run(&args),
         Command::ActionloopHost(args) => commands::actionloop_host::run(&args),
         Command::Invoke(args) => commands::invoke::run(&args),
+        Command::Watch(args) => commands::watch::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

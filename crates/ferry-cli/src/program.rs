@@ -33,6 +33,10 @@ pub struct Program {
     pub version: String,
     /// The artifacts directory.
     pub dir: PathBuf,
+    /// The package's directory (where its `Cargo.toml` is).
+    pub root: PathBuf,
+    /// cargo's target directory.
+    pub target_dir: PathBuf,
 }
 
 impl ProgramArgs {
@@ -50,7 +54,13 @@ impl ProgramArgs {
             .dir
             .clone()
             .unwrap_or_else(|| target_dir.join("ferry").join(&bin));
+        let root = package
+            .manifest_path
+            .parent()
+            .map_or_else(|| cwd.clone(), |dir| dir.as_std_path().to_path_buf());
         Ok(Program {
+            root,
+            target_dir: target_dir.clone(),
             package: package.name.to_string(),
             bin,
             version: package.version.to_string(),

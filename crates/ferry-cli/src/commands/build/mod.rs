@@ -10,7 +10,7 @@
 //! must stay dynamic, are not linked statically too.
 
 mod binary;
-mod cargo;
+pub(crate) mod cargo;
 mod http;
 mod lambda;
 mod openwhisk;
