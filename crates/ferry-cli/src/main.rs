@@ -25,6 +25,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Create a crate of ferry functions and a program that calls them, from a template.
+    New(commands::new::Args),
     /// Build a program and package it for Lambda, OpenWhisk or HTTP (OCI image + Knative).
     Build(commands::build::Args),
     /// Create or update every function of a built program on a platform.
@@ -45,6 +47,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::New(args) => commands::new::run(&args),
         Command::Build(args) => commands::build::run(&args),
         Command::Deploy(args) => commands::deploy::run(&args),
         Command::Ls(args) => commands::ls::run(&args),

@@ -6,6 +6,7 @@ pub mod deploy;
 pub mod invoke;
 pub mod ls;
 pub mod manifest;
+pub mod new;
 pub mod watch;
 
 use std::path::Path;
