@@ -1,0 +1,167 @@
+//! moto's server (PyPI `moto[server]`, which scripts/test.sh installs): a real implementation of
+//! the Lambda and IAM APIs on loopback, started by a test and killed when it ends.
+//!
+//! The same server `deploy_lambda.rs` starts; include it with
+//! `#[path = "common/moto.rs"] mod moto;`.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferry::aws::{Credentials, Signer};
+
+/// moto's account: role ARNs are `arn:aws:iam::123456789012:role/<name>`.
+pub const ACCOUNT: &str = "123456789012";
+
+/// A moto server on a free loopback port, killed on drop.
+pub struct Moto {
+    child: Child,
+    pub url: String,
+}
+
+impl Moto {
+    pub fn start() -> Self {
+        let python = std::env::var("FERRY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        // Port 0: the server binds a free port and says which.
+        let mut child = Command::new(&python)
+            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start `{python} -m moto.server` ({e}): `pip install 'moto[server]'` (scripts/test.sh installs it)"));
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            // Reads to the end, so the server never blocks on a full pipe.
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if sent {
+                    continue;
+                }
+                match line.find("Running on http://") {
+                    Some(at) => {
+                        let _ = tx.send(Ok(line[at + "Running on ".len()..].trim().to_owned()));
+                        sent = true;
+                    }
+                    None => {
+                        let _ = tx.send(Err(line));
+                    }
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut said = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Ok(url)) => return Self { child, url },
+                Ok(Err(line)) => said.push(line),
+                Err(_) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!("moto did not start within a minute:\n{}", said.join("\n"));
+                }
+            }
+        }
+    }
+
+    /// Creates the IAM role `name`: moto's Lambda accepts only roles IAM knows.
+    pub fn create_role(&self, name: &str) {
+        let body = format!(
+            "Action=CreateRole&Version=2010-05-08&RoleName={name}&AssumeRolePolicyDocument=%7B%7D"
+        );
+        let (status, text) = self.signed(
+            "iam",
+            "POST",
+            "/",
+            body.as_bytes(),
+            "application/x-www-form-urlencoded",
+        );
+        assert_eq!(status, 200, "CreateRole {name}: {text}");
+    }
+
+    /// A signed call to moto in `us-east-1`, as any AWS client makes it.
+    pub fn signed(
+        &self,
+        service: &str,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> (u16, String) {
+        self.signed_in("us-east-1", service, method, path, body, content_type)
+    }
+
+    /// A signed call to moto in `region` (Lambda's resources are per region; IAM's are not).
+    pub fn signed_in(
+        &self,
+        region: &str,
+        service: &str,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> (u16, String) {
+        let signer = Signer::new(&Credentials::new("test", "test", None), region, service);
+        let url = format!("{}{path}", self.url);
+        let signed = signer
+            .sign(method, &url, &[("content-type", content_type)], body)
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert("content-type", content_type.parse().unwrap());
+            signed.apply_to(&mut headers);
+            let response = reqwest::Client::new()
+                .request(method.parse().unwrap(), &url)
+                .headers(headers)
+                .body(body.to_vec())
+                .send()
+                .await
+                .expect("moto answers");
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        })
+    }
+
+    /// GetFunction, straight from the API.
+    pub fn get_function(&self, name: &str) -> serde_json::Value {
+        let (status, text) = self.signed(
+            "lambda",
+            "GET",
+            &format!("/2015-03-31/functions/{name}"),
+            b"",
+            "application/json",
+        );
+        assert_eq!(status, 200, "GetFunction {name}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// ListFunctions: the configuration of every function in `region`.
+    pub fn list_functions(&self, region: &str) -> Vec<serde_json::Value> {
+        let (status, text) = self.signed_in(
+            region,
+            "lambda",
+            "GET",
+            "/2015-03-31/functions/",
+            b"",
+            "application/json",
+        );
+        assert_eq!(status, 200, "ListFunctions: {text}");
+        let list: serde_json::Value = serde_json::from_str(&text).unwrap();
+        list["Functions"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
