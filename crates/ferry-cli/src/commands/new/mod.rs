@@ -184,3 +184,31 @@ fn outside_its_workspace(dir: &Path) -> Option<String> {
         .find_map(|line| line.trim().strip_prefix("workspace:"))
         .map(|manifest| manifest.trim().to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dependency_line_is_valid_toml_for_any_path() {
+        let path = Ferry::Path(PathBuf::from(r#"/home/a "b"\c/ferry"#));
+        assert_eq!(
+            path.line(),
+            r#"ferry = { path = "/home/a \"b\"\\c/ferry" }"#
+        );
+        let version = Ferry::Version("0.1.0");
+        assert_eq!(version.line(), r#"ferry = "0.1.0""#);
+    }
+
+    #[test]
+    fn the_ferry_this_command_was_built_from_is_the_default() {
+        let Ferry::Path(dir) = ferry_dependency(None).unwrap() else {
+            panic!("the source is here, so the dependency is a path");
+        };
+        assert!(
+            dir.is_absolute() && dir.ends_with("crates/ferry"),
+            "{}",
+            dir.display()
+        );
+    }
+}
