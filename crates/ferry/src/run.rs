@@ -234,6 +234,12 @@ impl HostOptions {
     }
 }
 
+/// The backend a host without options of its own was asked for on its command line (or
+/// `FERRY_BACKEND`); `--help` prints ferry's options and exits. What `web::serve` reads.
+pub(crate) fn backend_from_command_line() -> crate::Result<crate::BackendKind> {
+    HostOptions::from_command_line().0.backend()
+}
+
 /// The command of a program that has no options of its own: named after its executable.
 fn program_command() -> clap::Command {
     let name = std::env::args_os()

@@ -49,9 +49,9 @@ pub use axum;
 /// Serves `router` on the platform this process was started on; returns the exit code.
 ///
 /// Handlers reach functions through a [`Context`] argument (`async fn page(ctx: ferry::Context)`),
-/// which works in every mode: started by hand it is the backend `FERRY_BACKEND` names (default
-/// the local platform, whose workers are this program); on Lambda and OpenWhisk it is the one a
-/// worker's functions get (`FERRY_BACKEND=lambda|openwhisk` reaches the program's deployed
+/// which works in every mode: started by hand it is the backend `--backend` or `FERRY_BACKEND`
+/// names (default the local platform, whose workers are this program); on Lambda and OpenWhisk it
+/// is the one a worker's functions get (`FERRY_BACKEND=lambda|openwhisk` reaches the program's deployed
 /// functions, otherwise they run in this process).
 pub fn serve(router: Router) -> ExitCode {
     let role = Role::from_env().unwrap_or(Role::Host);
@@ -71,10 +71,22 @@ pub fn serve(router: Router) -> ExitCode {
         }
         _ => {}
     }
+    // Started by hand, the app is a host: `--backend` (or `FERRY_BACKEND`) picks where its
+    // handlers' calls go. A platform's worker takes no command line.
+    let backend = match role {
+        Role::Host => match crate::run::backend_from_command_line() {
+            Ok(backend) => Some(backend),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
     crate::serve::run_to_exit("web app", async move {
-        let ctx = match role {
-            Role::Lambda | Role::OpenWhisk | Role::ActionLoop => crate::serve::worker_context(),
-            _ => Context::from_env(),
+        let ctx = match backend {
+            Some(backend) => Context::new(backend),
+            None => crate::serve::worker_context(),
         }
         .map_err(|e| e.to_string())?;
         let router = router.layer(axum::Extension(ctx));
