@@ -124,6 +124,17 @@ fn build_and_start(
     };
     let mut command = Command::new(&binary);
     command.args(&args.args);
+    // However `ferry watch` ends (Ctrl-C, SIGTERM, SIGKILL), the program it runs ends with it:
+    // an orphaned service would hold the port.
+    // SAFETY: only prctl, async-signal-safe, runs between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     if args.http {
         command
             .env("FERRY_ROLE", "http")
