@@ -350,6 +350,15 @@ impl Worker {
 }
 
 impl State {
+    /// Every queued invocation's reply, the queues left empty: what fails when nothing will run.
+    fn take_queued(&mut self) -> Vec<Reply> {
+        self.queues
+            .drain()
+            .flat_map(|(_, queue)| queue)
+            .map(|job| job.reply)
+            .collect()
+    }
+
     fn live_workers(&self) -> usize {
         self.workers.iter().filter(|w| !w.retiring).count()
     }
@@ -653,12 +662,7 @@ impl Shared {
             Frame::Refuse { error } => {
                 tracing::error!(worker = worker_id, %error, "local worker refused to serve");
                 let mut state = self.lock();
-                let mut failed: Vec<Reply> = state
-                    .queues
-                    .drain()
-                    .flat_map(|(_, q)| q)
-                    .map(|job| job.reply)
-                    .collect();
+                let mut failed = state.take_queued();
                 if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
                     failed.extend(worker.inflight.drain().map(|(_, inflight)| inflight.reply));
                     worker.per_function.clear();
@@ -717,12 +721,7 @@ impl Shared {
                  program, whose `main` is `#[ferry::main]` (or calls `ferry::run`)",
                 self.exe.display()
             ));
-            let mut failed: Vec<Reply> = state
-                .queues
-                .drain()
-                .flat_map(|(_, q)| q)
-                .map(|job| job.reply)
-                .collect();
+            let mut failed = state.take_queued();
             failed.extend(worker.inflight.into_values().map(|inflight| inflight.reply));
             drop(state);
             for reply in failed {
@@ -867,12 +866,10 @@ impl Shared {
         for worker in &mut state.workers {
             worker.stop();
         }
-        let queued: Vec<Job> = state.queues.drain().flat_map(|(_, q)| q).collect();
+        let queued = state.take_queued();
         drop(state);
-        for job in queued {
-            let _ = job
-                .reply
-                .send(Err(Error::unavailable("the local platform shut down")));
+        for reply in queued {
+            let _ = reply.send(Err(Error::unavailable("the local platform shut down")));
         }
     }
 }
