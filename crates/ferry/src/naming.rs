@@ -26,6 +26,10 @@
 //! );
 //! # Ok::<(), ferry::Error>(())
 //! ```
+//!
+//! A program that serves a web app ([`crate::web::serve`]) deploys it as one more function whose
+//! handler is [`WEB_HANDLER`] (`web`) and whose settings are [`WEB_CONFIG`], named by the same
+//! rule: [`web_name`], `<app>-web-5142fd6d`.
 
 use sha2::{Digest as _, Sha256};
 
@@ -82,6 +86,20 @@ pub fn deployed_name(app: &str, handler: &str, hash: &str) -> Result<String> {
     Ok(format!("{app}-{function}-{hash}"))
 }
 
+/// The handler of a program's web app where a function's would be: its deployed name's middle
+/// part, and what `_HANDLER` (Lambda) says to make the program serve its router rather than a
+/// function. A program with a function whose handler is `web` cannot deploy a web app.
+pub const WEB_HANDLER: &str = "web";
+
+/// The settings a program's web app is deployed with: the defaults of functions (256 MiB, 60 s,
+/// one request per instance).
+pub const WEB_CONFIG: FunctionConfig = FunctionConfig::DEFAULT;
+
+/// The deployed name of a program's web app under `app`: `<app>-web-<hash of WEB_CONFIG>`.
+pub fn web_name(app: &str) -> Result<String> {
+    deployed_name(app, WEB_HANDLER, &config_hash(&WEB_CONFIG, WEB_HANDLER))
+}
+
 /// The deployed name of a function of this program under `app`, as `ferry deploy` named it.
 pub(crate) fn deployed_name_here(app: &str, id: &str, name: &str) -> Result<String> {
     let registry = Registry::global()?;
@@ -126,6 +144,12 @@ mod tests {
         let long = deployed_name("app", &"x".repeat(100), "00000000").unwrap();
         assert_eq!(long.len(), MAX_NAME);
         assert!(deployed_name(&"a".repeat(60), "f", "00000000").is_err());
+    }
+
+    #[test]
+    fn the_web_app_is_named_like_a_function_called_web() {
+        // printf 'memory_mb=256\ntimeout_ms=60000\nconcurrency=1\nhandler=web\n' | sha256sum
+        assert_eq!(web_name("shop").unwrap(), "shop-web-5142fd6d");
     }
 
     #[test]
