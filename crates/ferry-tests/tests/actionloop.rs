@@ -20,12 +20,16 @@ struct Exec {
 
 impl Exec {
     fn start(env: &[(&str, &str)]) -> Self {
+        Self::start_program(env!("CARGO_BIN_EXE_ferry-fixture"), env)
+    }
+
+    fn start_program(program: &str, env: &[(&str, &str)]) -> Self {
         let mut fds = [0 as RawFd; 2];
         // Close-on-exec, so children of tests running alongside do not inherit either end.
         // SAFETY: pipe2 writes two descriptors into the array.
         assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
         let (read_end, write_end) = (fds[0], fds[1]);
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"));
+        let mut command = Command::new(program);
         command
             .env_clear()
             .envs(env.iter().copied())
@@ -175,5 +179,64 @@ fn the_deadline_of_each_activation_is_enforced() {
     assert_eq!(
         exec.activate(json!({"value": {"ms": 1}, "action_name": "sleep_async"})),
         json!({"result": 1})
+    );
+}
+
+/// A web program (`ferry::web::serve`) deployed by `ferry deploy` is the web action and each of
+/// its functions' actions: an activation of a function's action runs the function, any other is a
+/// raw web action activation of the router.
+#[test]
+fn a_web_program_serves_its_router_and_its_functions() {
+    let mut exec = Exec::start_program(
+        env!("CARGO_BIN_EXE_web-fixture"),
+        &[
+            ("__OW_WAIT_FOR_ACK", "1"),
+            ("__OW_API_HOST", "http://127.0.0.1:9"),
+        ],
+    );
+    assert_eq!(exec.next_line(), json!({"ok": true}));
+    let page = exec.activate(json!({
+        "value": {"__ow_method": "get", "__ow_path": "/hello/loop", "__ow_query": "mark=!",
+            "__ow_headers": {"accept": "*/*"}, "__ow_body": ""},
+        "action_name": "/guest/web-fixture-web-5142fd6d",
+        "activation_id": "act-1",
+    }));
+    assert_eq!(page["statusCode"], 200, "{page}");
+    assert_eq!(page["body"], "hello loop!", "{page}");
+    assert_eq!(page["headers"]["content-type"], "text/plain; charset=utf-8");
+    // Without a ferry backend the handler's context runs functions in this process.
+    let sum = exec.activate(json!({
+        "value": {"__ow_method": "get", "__ow_path": "/add/40/2", "__ow_headers": {}},
+        "action_name": "/guest/web-fixture-web-5142fd6d",
+    }));
+    assert_eq!(sum["body"], "42", "{sum}");
+    // A JSON body arrives base64'd, as the controller sends it, and leaves base64'd.
+    let echo = exec.activate(json!({
+        "value": {"__ow_method": "post", "__ow_path": "/echo",
+            "__ow_headers": {"content-type": "application/json"}, "__ow_body": "eyJhIjoxfQ=="},
+        "action_name": "/guest/web-fixture-web-5142fd6d",
+    }));
+    assert_eq!(echo["body"], "eyJhIjoxfQ==", "{echo}");
+    assert_eq!(echo["headers"]["content-type"], "application/json");
+    // The action of a function: the function, not the router.
+    assert_eq!(
+        exec.activate(json!({"value": {"a": 40, "b": 2}, "action_name": "/guest/add"})),
+        json!({"result": 42})
+    );
+    assert!(exec.child.try_wait().unwrap().is_none());
+
+    // With `FERRY_FUNCTION`, as `ferry deploy` names an action's function, every activation runs it.
+    let mut function = Exec::start_program(
+        env!("CARGO_BIN_EXE_web-fixture"),
+        &[
+            ("FERRY_FUNCTION", "add"),
+            ("__OW_API_HOST", "http://127.0.0.1:9"),
+        ],
+    );
+    assert_eq!(
+        function.activate(
+            json!({"value": {"a": 1, "b": 2}, "action_name": "/guest/web-fixture-add-6a2b1ba4"})
+        ),
+        json!({"result": 3})
     );
 }

@@ -109,6 +109,21 @@ async fn behind_lambda_http_api_v2_events() {
     assert_eq!(response["statusCode"], 404);
 }
 
+/// `ferry deploy` runs a web program's binary as its web app (`_HANDLER=web`) and as each of its
+/// functions: a `_HANDLER` naming a function serves that function, not the router.
+#[tokio::test]
+async fn on_lambda_a_handler_naming_a_function_serves_it() {
+    let emulator = Emulator::start();
+    let _runtime = emulator.bootstrap(WEB, "add", &[]);
+    let (status, error, body) = tokio::time::timeout(
+        Duration::from_secs(30),
+        emulator.invoke(&json!({"a": 40, "b": 2})),
+    )
+    .await
+    .unwrap();
+    assert_eq!((status, error, body.as_str()), (200, None, "42"));
+}
+
 #[tokio::test]
 async fn as_an_openwhisk_web_action() {
     let server = Server::start(WEB, Some("openwhisk"));

@@ -11,16 +11,25 @@
 //! ```
 //!
 //! The platform is recognised as for functions: `AWS_LAMBDA_RUNTIME_API` (or `FERRY_ROLE=lambda`)
-//! means Lambda events, `FERRY_ROLE=openwhisk` an OpenWhisk web action (`/init` + `/run`), and
-//! anything else a plain server on `FERRY_LISTEN` / `$PORT` (8080) that drains on SIGTERM.
+//! means Lambda events, OpenWhisk's ActionLoop proxy (or `FERRY_ROLE=actionloop`) or
+//! `FERRY_ROLE=openwhisk` an OpenWhisk web action (one line per activation, or `/init` + `/run`),
+//! and anything else a plain server on `FERRY_LISTEN` / `$PORT` (8080) that drains on SIGTERM.
+//!
+//! `ferry deploy` deploys a web program's binary as the web app and as each of its functions, so
+//! on Lambda and under the ActionLoop proxy the program serves a function when the platform names
+//! one (Lambda's `_HANDLER`; the action's name or `FERRY_FUNCTION`), as [`crate::run`] would, and
+//! the router otherwise (`_HANDLER=web`, an action without `FERRY_FUNCTION`).
 //!
 //! - **Lambda**: `rawPath`, `rawQueryString`, `headers`, `cookies[]` and the (base64 when
 //!   `isBase64Encoded`) `body` become the request; the response becomes `{statusCode, headers,
 //!   cookies[], body, isBase64Encoded}`, with binary bodies base64'd.
-//! - **OpenWhisk**: `__ow_method`, `__ow_path`, `__ow_query`, `__ow_headers` and `__ow_body`
-//!   (base64 for binary content) become the request; the response becomes
-//!   `{statusCode, headers, body}`, binary bodies base64'd with their content type kept.
+//! - **OpenWhisk** (a raw web action, `raw-http`): `__ow_method`, `__ow_path`, `__ow_query`,
+//!   `__ow_headers` and `__ow_body` become the request, the body decoded from base64 when the
+//!   controller encodes it (binary content types and `application/json`); the response becomes
+//!   `{statusCode, headers, body}`, with binary and JSON bodies base64'd (the controller decodes
+//!   them by their content type).
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,9 +44,9 @@ use axum::routing::post;
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
-use crate::Context;
 use crate::run::Role;
 use crate::serve::lambda;
+use crate::{Context, Registry};
 
 /// Largest response body read back from the router (Lambda's limit is 6 MB anyway).
 const MAX_BODY: usize = 64 << 20;
@@ -69,6 +78,7 @@ pub fn serve(router: Router) -> ExitCode {
                 }
             };
         }
+        Role::Lambda | Role::ActionLoop => return serve_deployed(role, router),
         _ => {}
     }
     // Started by hand, the app is a host: `--backend` (or `FERRY_BACKEND`) picks where its
@@ -350,12 +360,7 @@ pub(crate) fn web_action_request(value: &Value) -> Result<Request<Body>, String>
                 .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
                 .map(|(_, v)| v.as_str())
                 .unwrap_or_default();
-            let mut probe = HeaderMap::new();
-            if let Ok(value) = HeaderValue::from_str(content_type) {
-                probe.insert(CONTENT_TYPE, value);
-            }
-            // OpenWhisk base64s bodies whose content type is not text.
-            if !content_type.is_empty() && !is_text(&probe, b"") {
+            if !content_type.is_empty() && openwhisk_base64(content_type) {
                 base64_simd::STANDARD
                     .decode_to_vec(body)
                     .map_err(|e| format!("`__ow_body` is not valid base64: {e}"))?
@@ -365,6 +370,39 @@ pub(crate) fn web_action_request(value: &Value) -> Result<Request<Body>, String>
         }
     };
     request(method, path, query, headers.into_iter(), body)
+}
+
+/// Whether OpenWhisk's controller carries a body of this content type as base64, both ways: the
+/// media types its HTTP stack (akka-http, as spray did) calls binary — everything but `text/*`,
+/// the registered textual `application/*` types and types given a `charset` — and, for its
+/// legacy, `application/json` (in `__ow_body`; a JSON response body is decoded when it looks like
+/// base64, so ferry always encodes one).
+fn openwhisk_base64(content_type: &str) -> bool {
+    let mut parts = content_type.split(';');
+    let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+    let charset = parts.any(|p| p.trim().to_ascii_lowercase().starts_with("charset="));
+    let Some((main, sub)) = media.split_once('/') else {
+        return true;
+    };
+    if main == "text" {
+        return false;
+    }
+    if media == "application/json" || sub.ends_with("+json") {
+        return true;
+    }
+    const TEXTUAL: [&str; 10] = [
+        "application/javascript",
+        "application/ecmascript",
+        "application/x-www-form-urlencoded",
+        "application/xml",
+        "application/xhtml+xml",
+        "application/rss+xml",
+        "application/atom+xml",
+        "application/soap+xml",
+        "application/xml-dtd",
+        "application/x-javascript",
+    ];
+    !(TEXTUAL.contains(&media.as_str()) || (charset && main != "multipart"))
 }
 
 fn web_action_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Value {
@@ -387,6 +425,178 @@ fn web_action_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> 
         };
         out.insert(name.as_str().to_owned(), value);
     }
-    let (body, _) = encode_body(headers, body);
+    let content_type = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = match (content_type, std::str::from_utf8(body)) {
+        (Some(content_type), text) if !openwhisk_base64(&content_type) => match text {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(body).into_owned(),
+        },
+        // Without a content type the controller answers `text/html`: text passes as it is.
+        (None, Ok(text)) => text.to_owned(),
+        (None, Err(_)) => {
+            out.insert(
+                CONTENT_TYPE.as_str().to_owned(),
+                Value::String("application/octet-stream".to_owned()),
+            );
+            base64_simd::STANDARD.encode_to_string(body)
+        }
+        (Some(_), _) => base64_simd::STANDARD.encode_to_string(body),
+    };
     json!({ "statusCode": status.as_u16(), "headers": out, "body": body })
+}
+
+// ---- Deployed by `ferry deploy`: one binary is the web app and its functions ----
+
+/// Serves a program deployed on Lambda (`role` [`Role::Lambda`]) or as an ActionLoop executable
+/// ([`Role::ActionLoop`]), where `ferry deploy` runs one binary as the web app and as each of its
+/// functions: a function the platform names (Lambda's `_HANDLER`; under ActionLoop the
+/// activation's action or `FERRY_FUNCTION`) is served as [`crate::run`] serves it, anything else
+/// by `router`. [`serve`] hands those two roles here.
+pub(crate) fn serve_deployed(role: Role, router: Router) -> ExitCode {
+    let registry = match Registry::global() {
+        Ok(registry) => registry,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if role == Role::ActionLoop {
+        return serve_actionloop(registry, router);
+    }
+    let handler = std::env::var("_HANDLER").unwrap_or_default();
+    if registry.lookup(&handler).is_ok() {
+        return crate::serve::lambda::serve(registry);
+    }
+    crate::serve::run_to_exit("web app", async move {
+        let ctx = crate::serve::worker_context().map_err(|e| e.to_string())?;
+        serve_lambda(router.layer(axum::Extension(ctx))).await
+    })
+}
+
+// ---- OpenWhisk web action under the ActionLoop proxy ----
+
+/// The ActionLoop protocol (see [`crate::serve::actionloop`]) for a web program: an activation
+/// whose action is one of its functions (or any activation, with `FERRY_FUNCTION` set) runs that
+/// function; any other is a web action activation of `router`.
+fn serve_actionloop(registry: &'static Registry, router: Router) -> ExitCode {
+    let function_action = std::env::var("FERRY_FUNCTION").is_ok_and(|f| !f.is_empty());
+    crate::serve::actionloop::serve_lines(move |ctx| {
+        let router = router.layer(axum::Extension(ctx.clone()));
+        move |line: String| {
+            let (router, ctx) = (router.clone(), ctx.clone());
+            async move {
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(Value::Object(body))
+                        if !function_action && !names_function(registry, &body) =>
+                    {
+                        web_activation(&router, body).await
+                    }
+                    _ => crate::serve::actionloop::activate(registry, &ctx, &line).await,
+                }
+            }
+        }
+    })
+}
+
+/// Whether an activation's `action_name` (its last segment) is a function of the program.
+fn names_function(registry: &'static Registry, body: &Map<String, Value>) -> bool {
+    body.get("action_name")
+        .and_then(Value::as_str)
+        .and_then(|name| name.rsplit('/').next())
+        .is_some_and(|name| registry.lookup(name).is_ok())
+}
+
+/// One web action activation (`{"value": {__ow_…}, "action_name": …}`): the activation context
+/// is exported as `__OW_<KEY>` (the proxy runs one activation at a time), the request runs
+/// through the router, and its response is the activation's `{statusCode, headers, body}`.
+async fn web_activation(router: &Router, mut body: Map<String, Value>) -> Value {
+    let value = body.remove("value").unwrap_or(Value::Null);
+    let metadata: BTreeMap<String, String> = body
+        .into_iter()
+        .map(|(key, value)| {
+            let text = match value {
+                Value::String(text) => text,
+                other => other.to_string(),
+            };
+            (format!("__OW_{}", key.to_uppercase()), text)
+        })
+        .collect();
+    crate::serve::openwhisk::export(&metadata);
+    match web_action_request(&value) {
+        Ok(request) => {
+            let (status, headers, body) = handle(router, request).await;
+            web_action_response(status, &headers, &body)
+        }
+        Err(message) => json!({
+            "statusCode": 400,
+            "headers": {"content-type": "text/plain; charset=utf-8"},
+            "body": message,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openwhisk_base64s_binary_and_json_bodies() {
+        for binary in [
+            "application/octet-stream",
+            "image/png",
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/vnd.api+json",
+            "application/x-protobuf",
+            "multipart/form-data; boundary=x; charset=utf-8",
+        ] {
+            assert!(openwhisk_base64(binary), "{binary}");
+        }
+        for text in [
+            "text/plain",
+            "text/html; charset=utf-8",
+            "application/x-www-form-urlencoded",
+            "application/xml",
+            "application/javascript",
+            "application/x-custom; charset=utf-8",
+        ] {
+            assert!(!openwhisk_base64(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn web_action_responses_encode_by_content_type() {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let response = web_action_response(StatusCode::OK, &headers, b"true");
+        assert_eq!(response["body"], "dHJ1ZQ==");
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        let response = web_action_response(StatusCode::CREATED, &headers, b"true");
+        assert_eq!(response["body"], "true");
+        assert_eq!(response["statusCode"], 201);
+        let response = web_action_response(StatusCode::OK, &HeaderMap::new(), &[0, 159]);
+        assert_eq!(response["body"], "AJ8=");
+        assert_eq!(
+            response["headers"]["content-type"],
+            "application/octet-stream"
+        );
+    }
+
+    #[test]
+    fn json_request_bodies_arrive_base64d() {
+        let request = web_action_request(&json!({
+            "__ow_method": "post",
+            "__ow_path": "/echo",
+            "__ow_headers": {"content-type": "application/json"},
+            "__ow_body": "eyJhIjoxfQ==",
+        }))
+        .unwrap();
+        let body =
+            futures::executor::block_on(axum::body::to_bytes(request.into_body(), usize::MAX))
+                .unwrap();
+        assert_eq!(&body[..], br#"{"a":1}"#);
+    }
 }

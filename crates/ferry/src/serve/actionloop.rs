@@ -40,6 +40,23 @@ fn fd_is_pipe(fd: i32) -> bool {
 }
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
+    serve_lines(|ctx| {
+        move |line: String| {
+            let ctx = ctx.clone();
+            async move { activate(registry, &ctx, &line).await }
+        }
+    })
+}
+
+/// The ActionLoop protocol around `handler`: checks fd 3, acknowledges when asked, builds the
+/// worker context, then answers every stdin line with the JSON value `handler(ctx)` makes of it,
+/// one line on fd 3 after the activation's stdout and stderr are flushed. Shared by the
+/// functions ([`serve`]) and a web app's router ([`crate::web`]).
+pub(crate) fn serve_lines<H, F>(handler: impl FnOnce(Context) -> H) -> ExitCode
+where
+    H: FnMut(String) -> F,
+    F: std::future::Future<Output = Value>,
+{
     // SAFETY: F_GETFD only inspects the descriptor table.
     if unsafe { libc::fcntl(RESULT_FD, libc::F_GETFD) } < 0 {
         eprintln!("error: FERRY_ROLE=actionloop expects the proxy's result pipe on fd 3");
@@ -66,13 +83,14 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut handler = handler(ctx);
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
-        let result = runtime.block_on(activate(registry, &ctx, &line));
+        let result = runtime.block_on(handler(line));
         // The activation's own logs come first: the proxy writes its sentinels after our answer.
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
@@ -89,7 +107,8 @@ fn answer(results: &mut BufWriter<File>, value: &Value) -> std::io::Result<()> {
     results.flush()
 }
 
-async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Value {
+/// Runs the function activation `line` names (see [`pick_function`]) and returns its answer.
+pub(crate) async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Value {
     let body: Map<String, Value> = match serde_json::from_str(line) {
         Ok(Value::Object(body)) => body,
         Ok(_) => return json!({ "error": "the activation must be a JSON object" }),
@@ -133,6 +152,8 @@ async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Val
     }
 }
 
+/// The function an activation names: `action_name`'s last segment, else `FERRY_FUNCTION`, else
+/// the program's only function.
 fn pick_function(
     registry: &'static Registry,
     action_name: Option<&String>,
