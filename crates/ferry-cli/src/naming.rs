@@ -31,6 +31,15 @@ pub fn lambda_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<Strin
     Ok(ferry::naming::deployed_name(app, handler, hash)?)
 }
 
+/// The handler of a program's web app where a function's would be ([`ferry::naming::WEB_HANDLER`]).
+pub const WEB_HANDLER: &str = ferry::naming::WEB_HANDLER;
+
+/// The deployed name of a program's web app: `<app>-web-<hash>` ([`ferry::naming::web_name`]),
+/// on Lambda and OpenWhisk alike.
+pub fn web_name(app: &str) -> anyhow::Result<String> {
+    Ok(ferry::naming::web_name(app)?)
+}
+
 /// The OpenWhisk action name: the same as on Lambda (OpenWhisk admits those names).
 pub fn action_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<String> {
     lambda_name(app, handler, hash)

@@ -4,7 +4,8 @@
 //!
 //! Every function of the fixture is created, left alone when nothing changed, updated after a
 //! settings change (`--env`) and after a code change (a different zip), and a function whose
-//! config (so name) changed leaves its old deployment behind as `extra`.
+//! config (so name) changed leaves its old deployment behind as `extra`. A web program's web app
+//! is one more function with a Function URL, public or IAM-authenticated.
 
 mod common;
 
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Scratch, fails, fixture, manifest, ok, only_zip_entry};
+use common::{Scratch, fails, fixture, manifest, ok, only_zip_entry, web_fixture};
 use ferry::aws::{Credentials, Signer};
 use sha2::Digest as _;
 
@@ -200,7 +201,11 @@ fn table(stdout: &str) -> BTreeMap<String, (String, String)> {
     let header = lines.next().expect("a table");
     assert!(header.starts_with("FUNCTION"), "{stdout}");
     lines
-        .take_while(|line| !line.starts_with("lambda ") && !line.starts_with("note:"))
+        .take_while(|line| {
+            !line.starts_with("lambda ")
+                && !line.starts_with("note:")
+                && !line.starts_with("web app")
+        })
         .map(|line| {
             let mut cells = line.split_whitespace();
             let function = cells.next().unwrap().to_owned();
@@ -433,6 +438,215 @@ fn deploy_creates_then_skips_then_updates() {
     assert_eq!(
         states(&listed),
         BTreeMap::from([("deployed".to_owned(), n), ("extra".to_owned(), 1)])
+    );
+}
+
+/// The web app's line under ferry's table: `web app: <url> (auth <type>)`.
+fn web_line(stdout: &str) -> (String, String) {
+    let line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("web app: "))
+        .unwrap_or_else(|| panic!("no web app line:\n{stdout}"));
+    let (url, auth) = line
+        .split_once(" (auth ")
+        .unwrap_or_else(|| panic!("no url in `{line}`"));
+    (url.to_owned(), auth.trim_end_matches(')').to_owned())
+}
+
+/// The statements of a function's policy (none without a policy), straight from the API.
+fn policy(moto: &Moto, name: &str) -> Vec<serde_json::Value> {
+    let (status, text) = moto.signed(
+        "lambda",
+        "GET",
+        &format!("/2015-03-31/functions/{name}/policy"),
+        b"",
+        "application/json",
+    );
+    if status == 404 {
+        return Vec::new();
+    }
+    assert_eq!(status, 200, "GetPolicy {name}: {text}");
+    let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let policy: serde_json::Value =
+        serde_json::from_str(answer["Policy"].as_str().expect("a policy document")).unwrap();
+    policy["Statement"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_web_app_deploys_as_one_function_with_a_function_url() {
+    let moto = Moto::start();
+    moto.create_role();
+    let dir = web_fixture("lambda");
+    let home = Scratch::new("home");
+    let env = moto.env(home.path());
+    let dir_arg = dir.to_str().unwrap();
+    let run = |command: &str, extra: &[&str]| {
+        let mut args = vec![
+            command,
+            "--platform",
+            "lambda",
+            "--dir",
+            dir_arg,
+            "--role",
+            ROLE,
+        ];
+        args.extend_from_slice(extra);
+        ok(&ferry_env(&args, &env), &format!("ferry {command}"))
+    };
+    let manifest = manifest(dir);
+    assert_eq!(
+        manifest["web"], true,
+        "the web fixture's manifest marks its web app"
+    );
+    let n = manifest["functions"].as_array().unwrap().len();
+
+    let listed = run("ls", &[]);
+    assert_eq!(table(&listed)["(web)"].1, "missing", "{listed}");
+    assert!(listed.contains("web app: not deployed"), "{listed}");
+
+    // 1. The functions and the web app are created, and the web app gets its public URL.
+    let output = run("deploy", &[]);
+    let rows = table(&output);
+    assert_eq!(
+        states(&rows),
+        BTreeMap::from([("created".to_owned(), n + 1)]),
+        "{output}"
+    );
+    let (web, _) = rows["(web)"].clone();
+    assert!(
+        web.starts_with("web-fixture-web-") && web.len() == "web-fixture-web-".len() + 8,
+        "{web}"
+    );
+    let (url, auth) = web_line(&output);
+    assert!(
+        url.starts_with("https://") && url.contains(".lambda-url."),
+        "{url}"
+    );
+    assert_eq!(auth, "NONE");
+
+    // Exactly one function besides the library's, running the same zip as the web app.
+    let (status, text) = moto.signed(
+        "lambda",
+        "GET",
+        "/2015-03-31/functions/",
+        b"",
+        "application/json",
+    );
+    assert_eq!(status, 200, "{text}");
+    let names: Vec<String> = serde_json::from_str::<serde_json::Value>(&text).unwrap()["Functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["FunctionName"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.len(), n + 1, "{names:?}");
+    let library: Vec<&String> = rows
+        .iter()
+        .filter(|(function, _)| *function != "(web)")
+        .map(|(_, (name, _))| name)
+        .collect();
+    assert_eq!(library.len(), n);
+    assert_eq!(
+        names
+            .iter()
+            .filter(|name| !library.contains(name))
+            .collect::<Vec<_>>(),
+        vec![&web]
+    );
+    let deployed = moto.get_function(&web);
+    let config = &deployed["Configuration"];
+    assert_eq!(config["Handler"], "web");
+    assert_eq!(config["Runtime"], "provided.al2023");
+    assert_eq!(
+        config["CodeSha256"],
+        code_sha256(&dir.join("lambda/web-fixture.zip")).as_str()
+    );
+    assert_eq!(
+        config["Environment"]["Variables"],
+        serde_json::json!({"FERRY_BACKEND": "lambda", "FERRY_APP": "web-fixture"})
+    );
+    assert_eq!(deployed["Tags"]["ferry:web"], "true");
+    assert_eq!(deployed["Tags"]["ferry:app"], "web-fixture");
+
+    // Its Function URL, and the public access AWS requires for `AuthType` NONE.
+    let (status, text) = moto.signed(
+        "lambda",
+        "GET",
+        &format!("/2021-10-31/functions/{web}/url"),
+        b"",
+        "application/json",
+    );
+    assert!(status / 100 == 2, "GetFunctionUrlConfig: {status} {text}");
+    let function_url: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(function_url["FunctionUrl"], url.as_str());
+    assert_eq!(function_url["AuthType"], "NONE");
+    let statements = policy(&moto, &web);
+    assert_eq!(statements.len(), 2, "{statements:?}");
+    let public = |action: &str| {
+        statements
+            .iter()
+            .find(|s| s["Action"] == action)
+            .unwrap_or_else(|| panic!("no {action} statement: {statements:?}"))
+            .clone()
+    };
+    let url_statement = public("lambda:InvokeFunctionUrl");
+    assert_eq!(url_statement["Principal"], "*");
+    assert_eq!(url_statement["FunctionUrlAuthType"], "NONE");
+    let invoke_statement = public("lambda:InvokeFunction");
+    assert_eq!(invoke_statement["Principal"], "*");
+    assert_eq!(invoke_statement["InvokedViaFunctionUrl"], true);
+    // The functions themselves stay private.
+    assert!(policy(&moto, library[0]).is_empty());
+
+    // `ls` shows the web app and its URL.
+    let listed = run("ls", &[]);
+    let rows = table(&listed);
+    assert_eq!(
+        rows["(web)"],
+        (web.clone(), "deployed".to_owned()),
+        "{listed}"
+    );
+    assert_eq!(
+        states(&rows),
+        BTreeMap::from([("deployed".to_owned(), n + 1)])
+    );
+    assert_eq!(web_line(&listed), (url.clone(), "NONE".to_owned()));
+
+    // 2. Nothing changed: nothing is sent, the same URL, no second grant.
+    let output = run("deploy", &[]);
+    assert_eq!(
+        states(&table(&output)),
+        BTreeMap::from([("unchanged".to_owned(), n + 1)]),
+        "{output}"
+    );
+    assert_eq!(web_line(&output), (url.clone(), "NONE".to_owned()));
+    assert_eq!(policy(&moto, &web).len(), 2);
+
+    // 3. IAM authentication: the URL's AuthType changes in place and public access goes.
+    let output = run("deploy", &["--function-url-auth", "aws-iam"]);
+    let rows = table(&output);
+    assert_eq!(
+        rows["(web)"].1, "updated config (AuthType, Permission)",
+        "{output}"
+    );
+    assert_eq!(
+        states(&rows)["unchanged"],
+        n,
+        "the functions are left alone: {output}"
+    );
+    assert_eq!(web_line(&output), (url.clone(), "AWS_IAM".to_owned()));
+    assert!(policy(&moto, &web).is_empty());
+    let listed = run("ls", &[]);
+    assert_eq!(
+        table(&listed)["(web)"].1,
+        "outdated config (AuthType, Permission)",
+        "{listed}"
+    );
+    let listed = run("ls", &["--function-url-auth", "aws-iam"]);
+    assert_eq!(table(&listed)["(web)"].1, "deployed", "{listed}");
+    assert_eq!(
+        states(&table(&run("deploy", &["--function-url-auth", "aws-iam"])))["unchanged"],
+        n + 1
     );
 }
 

@@ -1,9 +1,10 @@
-//! The few calls of the Lambda control plane (`/2015-03-31/functions…`) that `ferry deploy` and
-//! `ferry ls` make, signed with [`ferry::aws`]. Only the fields ferry reads or writes are
-//! modelled.
+//! The few calls of the Lambda control plane (`/2015-03-31/functions…`, and
+//! `/2021-10-31/functions/{name}/url` for Function URLs) that `ferry deploy` and `ferry ls` make,
+//! signed with [`ferry::aws`]. Only the fields ferry reads or writes are modelled.
 //!
-//! Throttling (429), server errors (5xx) and `ResourceConflictException` (an update still in
-//! progress) are retried with backoff; other errors carry AWS's code and message.
+//! Throttling (429), server errors (5xx) and `ResourceConflictException` for an update still in
+//! progress are retried with backoff; a conflict with something that already exists is not, and
+//! other errors carry AWS's code and message.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -15,6 +16,8 @@ use reqwest::{Method, StatusCode};
 use serde::{Deserialize, Serialize};
 
 const API: &str = "2015-03-31";
+/// The API version of the Function URL operations.
+const URL_API: &str = "2021-10-31";
 const ATTEMPTS: u32 = 6;
 
 /// A Lambda client for one region and endpoint.
@@ -116,6 +119,28 @@ struct FunctionList {
     functions: Vec<FunctionConfiguration>,
     #[serde(default)]
     next_marker: Option<String>,
+}
+
+/// A function's Function URL, as GetFunctionUrlConfig and CreateFunctionUrlConfig return it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct FunctionUrlConfig {
+    pub function_url: String,
+    /// `NONE` or `AWS_IAM`.
+    pub auth_type: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct UrlAuth<'a> {
+    auth_type: &'a str,
+}
+
+/// GetPolicy's answer: the policy is a JSON document in a string.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct PolicyAnswer {
+    policy: String,
 }
 
 /// A failed API call: the operation, the HTTP status, and AWS's error code and message.
@@ -237,6 +262,120 @@ impl LambdaApi {
             .call(Method::PUT, &path, Some(body), operation, name)
             .await?;
         parse(&body, operation, name)
+    }
+
+    /// GetFunctionUrlConfig; `None` when the function has no Function URL.
+    pub async fn get_function_url(
+        &self,
+        name: &str,
+    ) -> Result<Option<FunctionUrlConfig>, ApiError> {
+        let path = format!("/{URL_API}/functions/{name}/url");
+        let operation = "GetFunctionUrlConfig";
+        match self.call(Method::GET, &path, None, operation, name).await {
+            Ok(body) => parse(&body, operation, name).map(Some),
+            Err(error) if error.code == "ResourceNotFoundException" => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// CreateFunctionUrlConfig with `auth_type` (`NONE` or `AWS_IAM`). A URL created meanwhile
+    /// (a conflict) is read back instead.
+    pub async fn create_function_url(
+        &self,
+        name: &str,
+        auth_type: &str,
+    ) -> Result<FunctionUrlConfig, ApiError> {
+        let operation = "CreateFunctionUrlConfig";
+        let body = serde_json::to_vec(&UrlAuth { auth_type })
+            .map_err(|e| local_error(operation, name, &e))?;
+        let path = format!("/{URL_API}/functions/{name}/url");
+        match self
+            .call(Method::POST, &path, Some(body), operation, name)
+            .await
+        {
+            Ok(body) => parse(&body, operation, name),
+            Err(error) if error.code == "ResourceConflictException" => {
+                match self.get_function_url(name).await? {
+                    Some(config) => Ok(config),
+                    None => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// UpdateFunctionUrlConfig: sets the URL's `auth_type`.
+    pub async fn update_function_url(
+        &self,
+        name: &str,
+        auth_type: &str,
+    ) -> Result<FunctionUrlConfig, ApiError> {
+        let operation = "UpdateFunctionUrlConfig";
+        let body = serde_json::to_vec(&UrlAuth { auth_type })
+            .map_err(|e| local_error(operation, name, &e))?;
+        let path = format!("/{URL_API}/functions/{name}/url");
+        let body = self
+            .call(Method::PUT, &path, Some(body), operation, name)
+            .await?;
+        parse(&body, operation, name)
+    }
+
+    /// The statement ids of the function's resource-based policy (GetPolicy); none when it has
+    /// no policy.
+    pub async fn policy_statement_ids(&self, name: &str) -> Result<Vec<String>, ApiError> {
+        let operation = "GetPolicy";
+        let path = format!("/{API}/functions/{name}/policy");
+        let body = match self.call(Method::GET, &path, None, operation, name).await {
+            Ok(body) => body,
+            Err(error) if error.code == "ResourceNotFoundException" => return Ok(Vec::new()),
+            Err(error) => return Err(error),
+        };
+        let answer: PolicyAnswer = parse(&body, operation, name)?;
+        let policy: serde_json::Value = parse(answer.policy.as_bytes(), operation, name)?;
+        Ok(policy["Statement"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|statement| statement["Sid"].as_str().map(str::to_owned))
+            .collect())
+    }
+
+    /// AddPermission: adds `statement` (an AddPermission request body with its `StatementId`)
+    /// to the function's policy. A statement of that id already there is left as it is.
+    pub async fn add_permission(
+        &self,
+        name: &str,
+        statement: &serde_json::Value,
+    ) -> Result<(), ApiError> {
+        let operation = "AddPermission";
+        let body = serde_json::to_vec(statement).map_err(|e| local_error(operation, name, &e))?;
+        let path = format!("/{API}/functions/{name}/policy");
+        match self
+            .call(Method::POST, &path, Some(body), operation, name)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.code == "ResourceConflictException" => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// RemovePermission: takes the statement `statement_id` out of the function's policy (gone
+    /// already is fine).
+    pub async fn remove_permission(&self, name: &str, statement_id: &str) -> Result<(), ApiError> {
+        let operation = "RemovePermission";
+        let path = format!(
+            "/{API}/functions/{name}/policy/{}",
+            percent_encode(statement_id)
+        );
+        match self
+            .call(Method::DELETE, &path, None, operation, name)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.code == "ResourceNotFoundException" => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 
     /// Waits (up to five minutes) until the function's last update has finished, so the next
@@ -367,9 +506,14 @@ impl LambdaApi {
                 return Ok(bytes.to_vec());
             }
             let error = api_error(&what, status, error_type, &bytes);
+            // A conflict is an update in progress (worth waiting for) or something that exists
+            // already ("Function already exist", "FunctionUrlConfig exists", "The statement id
+            // (…) provided already exists"), which waiting does not change.
+            let in_progress = error.code == "ResourceConflictException"
+                && !error.message.to_ascii_lowercase().contains("exist");
             let retry = status == StatusCode::TOO_MANY_REQUESTS
                 || status.is_server_error()
-                || error.code == "ResourceConflictException"
+                || in_progress
                 || error.code == "TooManyRequestsException";
             if !retry || attempt == ATTEMPTS {
                 return Err(error);

@@ -17,6 +17,21 @@
 //! - `--env KEY=VALUE` variables, the `--role`, and the description `ferry function <id>`;
 //! - tags `ferry:app`, `ferry:function` (the id) and `ferry:config-hash`, by which `ferry ls`
 //!   recognises functions of the app that the program no longer has.
+//!
+//! A program that serves a web app (`ferry::web::serve`, `"web": true` in its manifest) gets one
+//! more function, its web app:
+//!
+//! - named `<app>-web-<config hash>` ([`ferry::naming::web_name`]), `Handler` `web` (the program
+//!   serves its router when `_HANDLER` names none of its functions), the same zip, the default
+//!   settings of functions (256 MB, 60 s);
+//! - environment `FERRY_BACKEND=lambda` and `FERRY_APP=<app>` besides the `--env` variables, so
+//!   the handlers' `ferry::Context` invokes the app's deployed functions;
+//! - tags `ferry:app`, `ferry:web` and `ferry:config-hash`;
+//! - a Function URL with `AuthType` from `--function-url-auth` (`NONE` by default), and for
+//!   `NONE` the two statements AWS requires for public access in the function's policy:
+//!   `lambda:InvokeFunctionUrl` with `FunctionUrlAuthType` `NONE`, and `lambda:InvokeFunction`
+//!   with `InvokedViaFunctionUrl` (required of function URLs created since October 2025), both for
+//!   principal `*`. With `AWS_IAM` those statements are removed.
 
 pub mod api;
 
@@ -28,9 +43,14 @@ use ferry::aws::AwsConfig;
 use ferry::manifest::Manifest;
 use sha2::{Digest as _, Sha256};
 
-use self::api::{Environment, FunctionInfo, FunctionSettings, LambdaApi};
+use self::api::{
+    ApiError, Environment, FunctionInfo, FunctionSettings, FunctionUrlConfig, LambdaApi,
+};
 use crate::artifacts::{Artifacts, BuildInfo};
 use crate::naming;
+
+/// How tables show the web app where they show a function.
+pub const WEB_ROW: &str = "(web)";
 
 /// The runtime of every function: the OS-only runtime for custom `bootstrap` binaries.
 pub const RUNTIME: &str = "provided.al2023";
@@ -57,6 +77,53 @@ pub struct LambdaArgs {
     /// region's).
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
+    /// Who may call a web app's Function URL (Lambda only): `none`, anyone (ferry grants the
+    /// public access AWS requires), or `aws-iam`, SigV4-signed requests of principals allowed
+    /// to invoke it.
+    #[arg(long, value_enum, value_name = "AUTH", default_value_t = FunctionUrlAuth::None)]
+    pub function_url_auth: FunctionUrlAuth,
+}
+
+/// Who may call a web app's Function URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FunctionUrlAuth {
+    /// `AuthType` `NONE`: public, with the policy statements AWS requires for that.
+    None,
+    /// `AuthType` `AWS_IAM`: signed requests of principals allowed to invoke the function.
+    AwsIam,
+}
+
+impl FunctionUrlAuth {
+    /// The `AuthType` of the Function URL.
+    pub fn auth_type(self) -> &'static str {
+        match self {
+            Self::None => "NONE",
+            Self::AwsIam => "AWS_IAM",
+        }
+    }
+}
+
+/// The ids of the policy statements that open a Function URL to anyone (`AuthType` `NONE`).
+pub const PUBLIC_URL_STATEMENTS: [&str; 2] =
+    ["ferry-function-url-public", "ferry-function-url-invoke"];
+
+/// The AddPermission request of one of [`PUBLIC_URL_STATEMENTS`].
+fn public_url_statement(statement_id: &str) -> serde_json::Value {
+    if statement_id == PUBLIC_URL_STATEMENTS[0] {
+        serde_json::json!({
+            "StatementId": statement_id,
+            "Action": "lambda:InvokeFunctionUrl",
+            "Principal": "*",
+            "FunctionUrlAuthType": "NONE",
+        })
+    } else {
+        serde_json::json!({
+            "StatementId": statement_id,
+            "Action": "lambda:InvokeFunction",
+            "Principal": "*",
+            "InvokedViaFunctionUrl": true,
+        })
+    }
 }
 
 fn parse_env(text: &str) -> Result<(String, String), String> {
@@ -77,6 +144,21 @@ pub struct Desired {
     pub tags: BTreeMap<String, String>,
 }
 
+/// The web app's function as it should be deployed: the function and who may call its URL.
+#[derive(Debug, Clone)]
+pub struct DesiredWeb {
+    pub function: Desired,
+    pub auth: FunctionUrlAuth,
+}
+
+/// A web app's Function URL as deployed: its configuration, if any, and which of
+/// [`PUBLIC_URL_STATEMENTS`] the function's policy holds.
+#[derive(Debug, Clone, Default)]
+pub struct UrlState {
+    pub config: Option<FunctionUrlConfig>,
+    pub public_statements: Vec<&'static str>,
+}
+
 /// The program's code as uploaded.
 #[derive(Debug, Clone)]
 pub struct Code {
@@ -94,6 +176,8 @@ pub struct Deployment {
     pub region: String,
     pub app: String,
     pub functions: Vec<Desired>,
+    /// The web app's function, when the program serves one.
+    pub web: Option<DesiredWeb>,
     /// Whether the role is known (it is not compared when `ferry ls` is not given one).
     pub role_known: bool,
 }
@@ -192,11 +276,63 @@ impl Deployment {
                 tags,
             });
         }
+        let web = if manifest.web {
+            if let Some(function) = functions.iter().find(|f| f.handler == naming::WEB_HANDLER) {
+                bail!(
+                    "function `{}` has the handler the web app is deployed with (`{}`): rename it (`#[ferry::function(name = \"…\")]`) to deploy this web program",
+                    function.handler,
+                    naming::WEB_HANDLER
+                );
+            }
+            let config = ferry::naming::WEB_CONFIG;
+            let config_hash = naming::config_hash(&config, naming::WEB_HANDLER);
+            let mut variables = user_env.clone();
+            variables
+                .entry("FERRY_BACKEND".to_owned())
+                .or_insert_with(|| "lambda".to_owned());
+            variables
+                .entry("FERRY_APP".to_owned())
+                .or_insert_with(|| app.clone());
+            let function = Desired {
+                handler: naming::WEB_HANDLER.to_owned(),
+                name: naming::web_name(&app)?,
+                settings: FunctionSettings {
+                    role: role.clone(),
+                    handler: naming::WEB_HANDLER.to_owned(),
+                    runtime: RUNTIME.to_owned(),
+                    memory_size: config.memory_mb,
+                    timeout: u32::try_from(config.timeout.as_secs()).unwrap_or(u32::MAX),
+                    description: format!("ferry web app of {app}")
+                        .chars()
+                        .take(256)
+                        .collect(),
+                    environment: Environment {
+                        variables: Some(variables),
+                    },
+                },
+                tags: BTreeMap::from([
+                    ("ferry:app".to_owned(), app.clone()),
+                    ("ferry:web".to_owned(), "true".to_owned()),
+                    ("ferry:config-hash".to_owned(), config_hash),
+                    (
+                        "ferry:concurrency".to_owned(),
+                        config.concurrency.to_string(),
+                    ),
+                ]),
+            };
+            Some(DesiredWeb {
+                function,
+                auth: args.function_url_auth,
+            })
+        } else {
+            None
+        };
         let deployment = Self {
             api: LambdaApi::new(&config)?,
             region: config.region().to_owned(),
             app,
             functions,
+            web,
             role_known: !role.is_empty(),
         };
         Ok((deployment, info, manifest))
@@ -249,6 +385,69 @@ impl Deployment {
         Difference { code, config }
     }
 
+    /// The web app's Function URL as deployed.
+    pub async fn url_state(&self, web: &DesiredWeb) -> Result<UrlState, ApiError> {
+        let name = &web.function.name;
+        let config = self.api.get_function_url(name).await?;
+        let statements = self.api.policy_statement_ids(name).await?;
+        Ok(UrlState {
+            config,
+            public_statements: PUBLIC_URL_STATEMENTS
+                .into_iter()
+                .filter(|id| statements.iter().any(|s| s == id))
+                .collect(),
+        })
+    }
+
+    /// How the web app's Function URL differs from `web`'s: `FunctionUrl` (there is none),
+    /// `AuthType`, `Permission` (public access granted or not as `AuthType` asks).
+    pub fn url_difference(web: &DesiredWeb, state: &UrlState) -> Vec<&'static str> {
+        let mut config = Vec::new();
+        match &state.config {
+            None => config.push("FunctionUrl"),
+            Some(url) if url.auth_type != web.auth.auth_type() => config.push("AuthType"),
+            Some(_) => {}
+        }
+        let public = web.auth == FunctionUrlAuth::None;
+        let granted = state.public_statements.len();
+        if (public && granted < PUBLIC_URL_STATEMENTS.len()) || (!public && granted > 0) {
+            config.push("Permission");
+        }
+        config
+    }
+
+    /// Makes the web app's Function URL what `web` asks for: creates it or sets its `AuthType`,
+    /// grants or withdraws public access. Returns the URL and what it changed (as
+    /// [`Self::url_difference`] names it).
+    pub async fn deploy_url(
+        &self,
+        web: &DesiredWeb,
+    ) -> Result<(FunctionUrlConfig, Vec<&'static str>), ApiError> {
+        let name = &web.function.name;
+        let state = self.url_state(web).await?;
+        let changed = Self::url_difference(web, &state);
+        let auth_type = web.auth.auth_type();
+        let url = match state.config {
+            None => self.api.create_function_url(name, auth_type).await?,
+            Some(url) if url.auth_type != auth_type => {
+                self.api.update_function_url(name, auth_type).await?
+            }
+            Some(url) => url,
+        };
+        let public = web.auth == FunctionUrlAuth::None;
+        for statement in PUBLIC_URL_STATEMENTS {
+            let granted = state.public_statements.contains(&statement);
+            if public && !granted {
+                self.api
+                    .add_permission(name, &public_url_statement(statement))
+                    .await?;
+            } else if !public && granted {
+                self.api.remove_permission(name, statement).await?;
+            }
+        }
+        Ok((url, changed))
+    }
+
     /// Lists the deployed functions (ListFunctions): the first call, so a wrong endpoint or
     /// bad credentials stop the command at once with one message.
     pub async fn deployed_names(&self) -> anyhow::Result<Vec<String>> {
@@ -262,7 +461,9 @@ impl Deployment {
         let prefix = naming::lambda_prefix(&self.app);
         let mut extras = Vec::new();
         for name in deployed {
-            if !name.starts_with(&prefix) || self.functions.iter().any(|f| &f.name == name) {
+            let desired = self.functions.iter().any(|f| &f.name == name)
+                || self.web.as_ref().is_some_and(|w| &w.function.name == name);
+            if !name.starts_with(&prefix) || desired {
                 continue;
             }
             let Some(info) = self.api.get_function(name).await? else {
@@ -270,7 +471,11 @@ impl Deployment {
             };
             let tags = info.tags.unwrap_or_default();
             if tags.get("ferry:app") == Some(&self.app) {
-                let id = tags.get("ferry:function").cloned().unwrap_or_default();
+                let id = match tags.get("ferry:function") {
+                    Some(id) => id.clone(),
+                    None if tags.contains_key("ferry:web") => WEB_ROW.to_owned(),
+                    None => String::new(),
+                };
                 extras.push((name.clone(), id));
             }
         }

@@ -122,6 +122,32 @@ pub fn fixture(platforms: &'static str) -> &'static Path {
     })
 }
 
+/// The web fixture (`ferry-tests`' `web-fixture`: an axum router served by `ferry::web::serve`
+/// whose handlers call the fixture functions), built like [`fixture`], once per test binary.
+pub fn web_fixture(platforms: &'static str) -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("web-fixture-{}", platforms.replace(',', "-")));
+        let output = ferry(&[
+            "build",
+            "--platform",
+            platforms,
+            "-p",
+            "ferry-tests",
+            "--bin",
+            "web-fixture",
+            "--profile",
+            "dev",
+            "--strip",
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        ok(&output, "ferry build of the web fixture");
+        dir
+    })
+}
+
 /// The fixture's manifest as JSON.
 pub fn manifest(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("manifest.json")).expect("manifest.json");

@@ -2,6 +2,10 @@
 //! (see [`crate::lambda`] for names and settings). A function that does not exist is created;
 //! one whose code (`CodeSha256` against the zip's) or settings differ is updated; the others
 //! are left alone. Four functions are deployed at a time.
+//!
+//! A web program's web app is one more function, deployed after the others, whose Function URL
+//! (and public access, for `--function-url-auth none`) is then created or brought in line; the
+//! URL is printed.
 
 use std::time::Duration;
 
@@ -11,8 +15,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Args;
 use crate::artifacts::Artifacts;
-use crate::lambda::api::ApiError;
-use crate::lambda::{Code, Deployment, Desired, Difference, read_code};
+use crate::lambda::api::{ApiError, FunctionUrlConfig};
+use crate::lambda::{Code, Deployment, Desired, DesiredWeb, Difference, WEB_ROW, read_code};
 use crate::table;
 
 /// Functions deployed at once.
@@ -36,7 +40,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 
 async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
     let deployed = deployment.deployed_names().await?;
-    let bar = ProgressBar::new(deployment.functions.len() as u64);
+    let total = deployment.functions.len() + usize::from(deployment.web.is_some());
+    let bar = ProgressBar::new(total as u64);
     bar.set_style(
         ProgressStyle::with_template("{spinner} deploying to lambda [{bar:30}] {pos}/{len} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -57,15 +62,36 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
             .buffer_unordered(PARALLEL)
             .collect()
             .await;
-    bar.finish_and_clear();
     outcomes.sort_by_key(|(index, _)| *index);
+    // The web app comes last: its handlers call the functions.
+    let mut url = None;
+    let web = match &deployment.web {
+        Some(web) => {
+            bar.set_message(WEB_ROW);
+            let outcome = deploy_web(deployment, web, code)
+                .await
+                .map(|(outcome, config)| {
+                    url = Some(config);
+                    outcome
+                });
+            bar.inc(1);
+            Some((&web.function, outcome))
+        }
+        None => None,
+    };
+    bar.finish_and_clear();
 
     let (mut created, mut updated, mut unchanged) = (0, 0, 0);
     // The same error for many functions (a role Lambda cannot assume, say) is reported once.
     let mut failures: Vec<(String, Vec<&str>)> = Vec::new();
     let mut rows = Vec::new();
-    for (index, outcome) in outcomes {
-        let function = &deployment.functions[index];
+    let functions = deployment
+        .functions
+        .iter()
+        .map(|function| (function, function.handler.as_str()))
+        .zip(outcomes.into_iter().map(|(_, outcome)| outcome))
+        .chain(web.map(|(function, outcome)| ((function, WEB_ROW), outcome)));
+    for ((function, shown), outcome) in functions {
         let result = match outcome {
             Ok(Outcome::Created) => {
                 created += 1;
@@ -96,11 +122,7 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
                 "failed".to_owned()
             }
         };
-        rows.push(vec![
-            function.handler.clone(),
-            function.name.clone(),
-            result,
-        ]);
+        rows.push(vec![shown.to_owned(), function.name.clone(), result]);
     }
     print!(
         "{}",
@@ -117,20 +139,45 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
             format!(", {failed} failed")
         }
     );
+    if let Some(url) = &url {
+        println!("web app: {} (auth {})", url.function_url, url.auth_type);
+    }
     if failed > 0 {
         let causes: Vec<String> = failures
             .iter()
             .map(|(cause, names)| format!("{cause}\n    for {}", names.join(", ")))
             .collect();
         bail!(
-            "{failed} of {} functions could not be deployed:\n  {}",
-            deployment.functions.len(),
+            "{failed} of {total} functions could not be deployed:\n  {}",
             causes.join("\n  ")
         );
     }
     let extras = deployment.extras(&deployed).await?;
     crate::commands::note_extras("function", "lambda", &deployment.app, &extras);
     Ok(())
+}
+
+/// Deploys the web app's function, then its Function URL: what changed in either.
+async fn deploy_web(
+    deployment: &Deployment,
+    web: &DesiredWeb,
+    code: &Code,
+) -> Result<(Outcome, FunctionUrlConfig), ApiError> {
+    let outcome = deploy_one(deployment, &web.function, code).await?;
+    let (url, changed) = deployment.deploy_url(web).await?;
+    let outcome = match outcome {
+        Outcome::Created => Outcome::Created,
+        Outcome::Updated(mut difference) => {
+            difference.config.extend(changed);
+            Outcome::Updated(difference)
+        }
+        Outcome::Unchanged if changed.is_empty() => Outcome::Unchanged,
+        Outcome::Unchanged => Outcome::Updated(Difference {
+            code: false,
+            config: changed,
+        }),
+    };
+    Ok((outcome, url))
 }
 
 async fn deploy_one(
