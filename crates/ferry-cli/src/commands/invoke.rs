@@ -64,6 +64,16 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "`--app` finds deployed functions by the program's manifest: give `--program <binary>`, or run `ferry build` in the program's crate first"
         );
     }
+    // In a crate that was built, a deployed function is found as `ferry deploy` named it by
+    // default: under the program's name, unless `--app` (or `FERRY_APP`) says otherwise.
+    let app = args.app.clone().or_else(|| {
+        let deployed = matches!(backend, BackendKind::Lambda | BackendKind::OpenWhisk);
+        let app_set = std::env::var_os("FERRY_APP").is_some_and(|v| !v.is_empty());
+        built
+            .as_ref()
+            .filter(|_| deployed && !app_set)
+            .map(|(info, _)| info.program.clone())
+    });
     let mut deployed_name = None;
     if let Some(program) = &program {
         let manifest = match &built {
@@ -74,7 +84,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .functions
             .iter()
             .find(|f| f.name == args.function || f.id == args.function);
-        if let (Some(app), Some(function)) = (&args.app, found) {
+        if let (Some(app), Some(function)) = (&app, found) {
             let handler = crate::naming::handler(&manifest, function);
             let hash = crate::naming::config_hash(&function.config, handler);
             deployed_name = Some(crate::naming::lambda_name(app, handler, &hash)?);
@@ -120,7 +130,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         };
         let output = ctx.invoke(&args.function, Codec::Json, arguments).await;
         ctx.shutdown().await;
-        output.map_err(|error| explain(error, backend, args.app.is_some()))
+        output.map_err(|error| explain(error, backend, app.as_deref()))
     })?;
     match serde_json::from_slice::<serde_json::Value>(&output) {
         Ok(value) => println!("{}", serde_json::to_string_pretty(&value)?),
@@ -140,22 +150,24 @@ fn last_build() -> Option<(crate::artifacts::BuildInfo, ferry::Manifest)> {
 
 /// The error with what to do about it: whose failure it was, and for a function the platform
 /// does not know, how deployed functions are named.
-fn explain(error: ferry::Error, backend: BackendKind, with_app: bool) -> anyhow::Error {
+fn explain(error: ferry::Error, backend: BackendKind, app: Option<&str>) -> anyhow::Error {
     use ferry::ErrorKind;
-    let hint = match error.kind() {
-        ErrorKind::UnknownFunction { .. }
-            if matches!(backend, BackendKind::Lambda | BackendKind::OpenWhisk) && !with_app =>
-        {
-            Some(
-                "`ferry deploy` names functions `<app>-<function>-<config hash>`: give `--app <app>` (the program's name unless deployed with `--app`) with `--program <binary>`, or run `ferry invoke` in the program's crate after `ferry build`",
-            )
+    let deployed = matches!(backend, BackendKind::Lambda | BackendKind::OpenWhisk);
+    let hint = match (error.kind(), app) {
+        (ErrorKind::UnknownFunction { .. }, None) if deployed => Some(
+            "`ferry deploy` names functions `<app>-<function>-<config hash>`: give `--app <app>` (the program's name unless deployed with `--app`) with `--program <binary>`, or run `ferry invoke` in the program's crate after `ferry build`"
+                .to_owned(),
+        ),
+        (ErrorKind::UnknownFunction { .. }, Some(app)) if deployed => Some(format!(
+            "no function of app `{app}` is deployed under that name: `ferry ls --platform {backend}` shows what is, and `--app` names another app"
+        )),
+        (ErrorKind::UnknownFunction { .. }, _) => {
+            Some("`ferry manifest <binary>` lists the program's functions".to_owned())
         }
-        ErrorKind::UnknownFunction { .. } => {
-            Some("`ferry manifest <binary>` lists the program's functions")
-        }
-        ErrorKind::Platform { .. }
-        | ErrorKind::Unavailable { .. }
-        | ErrorKind::Throttled { .. } => Some("this is the platform's failure, not the function's"),
+        (
+            ErrorKind::Platform { .. } | ErrorKind::Unavailable { .. } | ErrorKind::Throttled { .. },
+            _,
+        ) => Some("this is the platform's failure, not the function's".to_owned()),
         _ => None,
     };
     match hint {
