@@ -1,18 +1,43 @@
-//! An OpenWhisk controller on loopback, written to the documented REST API, for testing ferry's
-//! OpenWhisk client and deployer: no OpenWhisk installs here.
+//! An OpenWhisk controller on loopback, written to the documented REST API and to the Apache
+//! OpenWhisk controller's and invoker's behaviour, for testing ferry's OpenWhisk client, deployer
+//! and web actions: no OpenWhisk installs here.
 //!
-//! - `PUT /api/v1/namespaces/{ns}/actions/{name}?overwrite=…` stores an action (`exec`,
-//!   `limits`); `GET` reads it back, `GET …/actions` lists, `DELETE` removes.
+//! - `PUT /api/v1/namespaces/{ns}/actions/{name}?overwrite=…` stores an action (`exec`, `limits`,
+//!   `parameters`, `annotations`; a new action gets `provide-api-key: false` unless it says
+//!   otherwise, and every action an `exec` annotation with its kind, as the controller amends
+//!   them); `GET` reads it back, `GET …/actions` lists, `DELETE` removes. The one user's
+//!   namespace is `guest` (`_` in paths means it; any other is refused with 403).
 //! - `POST /api/v1/namespaces/{ns}/actions/{name}?blocking=…&result=…` runs the action in a
-//!   container: a real ferry program in `FERRY_ROLE=openwhisk`, started and `/init`ed on the
-//!   first activation with the action's `main`, then sent `/run` — overlapping up to the action's
-//!   concurrency limit, with `__OW_ALLOW_CONCURRENT` above 1, as OpenWhisk's invoker does (which
-//!   would start more containers where this one queues).
+//!   container, as the invoker does: `/init` once with the action's `main`, code and environment
+//!   (the `init: true` parameters plus `__OW_NAMESPACE`, `__OW_ACTION_NAME`, `__OW_DEADLINE`…
+//!   and `__OW_API_KEY` unless the action's `provide-api-key` is false), then `/run` per
+//!   activation with `value` (the action's other parameters, overridden by the request's) and
+//!   the same context (`api_key` likewise). Runs overlap up to the action's concurrency limit,
+//!   with `__OW_ALLOW_CONCURRENT` above 1 (OpenWhisk would start more containers where this one
+//!   queues).
+//! - The container of an action with code (`ferry deploy`'s ActionLoop zips) is an ActionLoop
+//!   proxy — `ferry actionloop-host`, which follows the official Go proxy, given with
+//!   [`Controller::with_actionloop_proxy`] — that unpacks the zip and runs its `exec`; an action
+//!   without code ([`Controller::put_action`]) runs the controller's program as a native runtime
+//!   (`FERRY_ROLE=openwhisk`).
 //! - The answer follows the controller's rules: 200 with the result on success, 502 with the
 //!   result on an application or developer error, 202 with the activation id when a blocking
 //!   call outlives the blocking limit; `GET …/activations/{id}` is 404 until the record exists.
 //! - Basic auth is checked (401), parameters over 1 MiB are refused (413), and a number of
 //!   throttled answers (429) can be queued.
+//! - Web actions, without authentication: `GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS
+//!   /api/v1/web/{namespace}/{package}/{action}[.ext][/path]` (package `default` for actions
+//!   outside packages; extensions `.http`, the default, `.json`, `.html`, `.svg`, `.text`) runs an
+//!   action annotated `web-export: true` (any other is 404) with the request as `__ow_method`
+//!   (lowercase), `__ow_headers` (lowercase names, the body's content type included), `__ow_path`
+//!   (the rest of the path) and, for a `raw-http` action, `__ow_query` (the query string) and
+//!   `__ow_body` (base64 for binary content types and `application/json`, text otherwise).
+//!   Without `raw-http`, query parameters and a JSON object or form body become parameters, which
+//!   may not override `__ow_*` nor, with `final`, the action's own (400). The `.http` result
+//!   `{statusCode, headers, body}` becomes the response, the body decoded from base64 for binary
+//!   content types (and for JSON ones when it is base64); an application error answers its
+//!   `error` field the same way, a developer error 400. Unless the action has
+//!   `web-custom-options: true`, the controller answers `OPTIONS` itself and adds CORS headers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -22,18 +47,29 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Json, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{OnceCell, watch};
 
 /// OpenWhisk's default limit on an activation's parameters.
 const MAX_PARAMETERS: usize = 1 << 20;
+/// The namespace of the controller's one user.
+pub const NAMESPACE: &str = "guest";
+/// The request parameters a web action reserves.
+const RESERVED: [&str; 6] = [
+    "__ow_method",
+    "__ow_headers",
+    "__ow_path",
+    "__ow_user",
+    "__ow_query",
+    "__ow_body",
+];
 
 /// A controller serving on a loopback port until dropped.
 #[derive(Debug)]
@@ -47,12 +83,40 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A controller whose containers run `program` (a ferry program).
+    /// A controller whose containers for actions without code run `program` (a ferry program)
+    /// as a native runtime. Actions with code need [`Controller::with_actionloop_proxy`].
     pub async fn start(program: impl Into<PathBuf>) -> Self {
+        Self::serve(program.into(), None).await
+    }
+
+    /// A controller that also runs actions with code (ActionLoop zips with `exec`, as
+    /// `ferry deploy` makes them) under the ActionLoop proxy `ferry` (`ferry actionloop-host`,
+    /// one copy at a time as the official proxy).
+    pub async fn with_actionloop_proxy(
+        program: impl Into<PathBuf>,
+        ferry: impl Into<PathBuf>,
+    ) -> Self {
+        Self::serve(program.into(), Some(ferry.into())).await
+    }
+
+    async fn serve(program: PathBuf, proxy: Option<PathBuf>) -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
         let auth = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:ferry-test-key".to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the controller");
+        let api_host = format!("http://{}", listener.local_addr().expect("address"));
+        let workdir = std::env::temp_dir().join(format!(
+            "ferry-controller-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         let state = Arc::new(ControllerState {
             auth: auth.clone(),
-            program: program.into(),
+            api_host: api_host.clone(),
+            program,
+            proxy,
+            workdir,
             actions: Mutex::default(),
             containers: Mutex::default(),
             activations: Mutex::default(),
@@ -61,10 +125,6 @@ impl Controller {
             accepted: AtomicU64::new(0),
             blocking_limit_ms: AtomicU64::new(60_000),
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the controller");
-        let api_host = format!("http://{}", listener.local_addr().expect("address"));
         let app = router(state.clone());
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -104,6 +164,11 @@ impl Controller {
         self.state.actions.lock().unwrap().get(name).cloned()
     }
 
+    /// Every stored action document, by name.
+    pub fn actions(&self) -> BTreeMap<String, Value> {
+        self.state.actions.lock().unwrap().clone()
+    }
+
     /// Stores an action directly: `main` names the ferry function, `concurrency` its limit.
     pub fn put_action(&self, name: &str, main: &str, concurrency: u32, timeout_ms: u64) {
         self.state.actions.lock().unwrap().insert(
@@ -122,13 +187,18 @@ impl Drop for Controller {
     fn drop(&mut self) {
         self.server.abort();
         self.state.containers.lock().unwrap().clear();
+        let _ = std::fs::remove_dir_all(&self.state.workdir);
     }
 }
 
 #[derive(Debug)]
 struct ControllerState {
     auth: String,
+    api_host: String,
     program: PathBuf,
+    proxy: Option<PathBuf>,
+    /// Where ActionLoop containers unpack their actions.
+    workdir: PathBuf,
     actions: Mutex<BTreeMap<String, Value>>,
     containers: Mutex<HashMap<String, Arc<OnceCell<Container>>>>,
     activations: Mutex<HashMap<String, Value>>,
@@ -163,6 +233,7 @@ fn router(state: Arc<ControllerState>) -> Router {
             "/api/v1/namespaces/{namespace}/activations/{id}",
             get(get_activation),
         )
+        .route("/api/v1/web/{*path}", any(web))
         .layer(DefaultBodyLimit::max(64 << 20))
         .with_state(state)
 }
@@ -175,31 +246,94 @@ fn whisk_error(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-/// The 401 answer, unless the request carries the controller's credentials.
-fn refusal(state: &ControllerState, headers: &HeaderMap) -> Option<Response> {
+fn not_found() -> Response {
+    whisk_error(
+        StatusCode::NOT_FOUND,
+        "The requested resource does not exist.",
+    )
+}
+
+/// The 401 answer, unless the request carries the controller's credentials; 403 for a namespace
+/// that is not the user's.
+fn refusal(state: &ControllerState, headers: &HeaderMap, namespace: &str) -> Option<Response> {
     let expected = format!(
         "Basic {}",
         base64_simd::STANDARD.encode_to_string(state.auth.as_bytes())
     );
     match headers.get("authorization").and_then(|v| v.to_str().ok()) {
-        Some(given) if given == expected => None,
-        _ => Some(whisk_error(
-            StatusCode::UNAUTHORIZED,
-            "The supplied authentication is invalid",
-        )),
+        Some(given) if given == expected => {}
+        _ => {
+            return Some(whisk_error(
+                StatusCode::UNAUTHORIZED,
+                "The supplied authentication is invalid",
+            ));
+        }
     }
+    if namespace != "_" && namespace != NAMESPACE {
+        return Some(whisk_error(
+            StatusCode::FORBIDDEN,
+            &format!("The supplied authentication is not authorized to access '{namespace}'."),
+        ));
+    }
+    None
 }
 
 fn action_document(name: &str, exec: Value, limits: Value, version: u64) -> Value {
     json!({
-        "namespace": "guest",
+        "namespace": NAMESPACE,
         "name": name,
         "version": format!("0.0.{version}"),
         "exec": exec,
         "limits": limits,
+        "parameters": [],
         "annotations": [],
         "publish": false,
     })
+}
+
+/// An annotation's value.
+fn annotation<'a>(action: &'a Value, key: &str) -> Option<&'a Value> {
+    action["annotations"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| &a["value"])
+}
+
+/// An annotation that must be the boolean `true` (how the controller reads `web-export`,
+/// `raw-http` and `web-custom-options`).
+fn annotation_is_true(action: &Value, key: &str) -> bool {
+    annotation(action, key) == Some(&Value::Bool(true))
+}
+
+/// OpenWhisk's `isTruthy`: `true`, a non-zero number, a non-empty string, any other non-null
+/// value; `absent` when there is no such annotation.
+fn annotation_truthy(action: &Value, key: &str, absent: bool) -> bool {
+    match annotation(action, key) {
+        None => absent,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Null) => false,
+        Some(_) => true,
+    }
+}
+
+/// The action's parameters: `(init parameters, the others)`.
+fn partition_parameters(action: &Value) -> (Map<String, Value>, Map<String, Value>) {
+    let (mut init, mut other) = (Map::new(), Map::new());
+    for parameter in action["parameters"].as_array().into_iter().flatten() {
+        let Some(key) = parameter["key"].as_str() else {
+            continue;
+        };
+        let value = parameter["value"].clone();
+        if parameter["init"] == true {
+            init.insert(key.to_owned(), value);
+        } else {
+            other.insert(key.to_owned(), value);
+        }
+    }
+    (init, other)
 }
 
 #[derive(Deserialize)]
@@ -210,12 +344,12 @@ struct PutQuery {
 
 async fn put_action(
     State(state): State<Arc<ControllerState>>,
-    Path((_namespace, name)): Path<(String, String)>,
+    Path((namespace, name)): Path<(String, String)>,
     Query(query): Query<PutQuery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = refusal(&state, &headers) {
+    if let Some(refused) = refusal(&state, &headers, &namespace) {
         return refused;
     }
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
@@ -229,26 +363,37 @@ async fn put_action(
     };
     let limits = body.get("limits").cloned().unwrap_or_else(|| json!({}));
     let mut actions = state.actions.lock().unwrap();
-    let version = match actions.get(&name) {
+    let (version, create) = match actions.get(&name) {
         Some(_) if !query.overwrite => {
             return whisk_error(StatusCode::CONFLICT, "resource already exists");
         }
-        Some(existing) => {
+        Some(existing) => (
             existing["version"]
                 .as_str()
                 .and_then(|v| v.rsplit('.').next()?.parse::<u64>().ok())
                 .unwrap_or(0)
-                + 1
-        }
-        None => 1,
+                + 1,
+            false,
+        ),
+        None => (1, true),
     };
-    let mut document = action_document(&name, exec, limits, version);
-    if let Some(annotations) = body.get("annotations") {
-        document["annotations"] = annotations.clone();
-    }
+    let mut document = action_document(&name, exec.clone(), limits, version);
     if let Some(parameters) = body.get("parameters") {
         document["parameters"] = parameters.clone();
     }
+    // The controller amends annotations: `provide-api-key: false` on a new action that does not
+    // say, and always `exec` with the action's kind.
+    let mut annotations: Vec<Value> = body
+        .get("annotations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if create && !annotations.iter().any(|a| a["key"] == "provide-api-key") {
+        annotations.push(json!({ "key": "provide-api-key", "value": false }));
+    }
+    annotations.retain(|a| a["key"] != "exec");
+    annotations.push(json!({ "key": "exec", "value": exec["kind"].clone() }));
+    document["annotations"] = Value::Array(annotations);
     actions.insert(name.clone(), document.clone());
     // A changed action gets a fresh container, as OpenWhisk's invoker does.
     state.containers.lock().unwrap().remove(&name);
@@ -257,41 +402,39 @@ async fn put_action(
 
 async fn get_action(
     State(state): State<Arc<ControllerState>>,
-    Path((_namespace, name)): Path<(String, String)>,
+    Path((namespace, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&state, &headers) {
+    if let Some(refused) = refusal(&state, &headers, &namespace) {
         return refused;
     }
     match state.actions.lock().unwrap().get(&name) {
         Some(action) => Json(action.clone()).into_response(),
-        None => whisk_error(
-            StatusCode::NOT_FOUND,
-            "The requested resource does not exist.",
-        ),
+        None => not_found(),
     }
 }
 
 async fn delete_action(
     State(state): State<Arc<ControllerState>>,
-    Path((_namespace, name)): Path<(String, String)>,
+    Path((namespace, name)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&state, &headers) {
+    if let Some(refused) = refusal(&state, &headers, &namespace) {
         return refused;
     }
     state.containers.lock().unwrap().remove(&name);
     match state.actions.lock().unwrap().remove(&name) {
         Some(action) => Json(action).into_response(),
-        None => whisk_error(
-            StatusCode::NOT_FOUND,
-            "The requested resource does not exist.",
-        ),
+        None => not_found(),
     }
 }
 
-async fn list_actions(State(state): State<Arc<ControllerState>>, headers: HeaderMap) -> Response {
-    if let Some(refused) = refusal(&state, &headers) {
+async fn list_actions(
+    State(state): State<Arc<ControllerState>>,
+    Path(namespace): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(refused) = refusal(&state, &headers, &namespace) {
         return refused;
     }
     let actions: Vec<Value> = state
@@ -312,18 +455,15 @@ async fn list_actions(State(state): State<Arc<ControllerState>>, headers: Header
 
 async fn get_activation(
     State(state): State<Arc<ControllerState>>,
-    Path((_namespace, id)): Path<(String, String)>,
+    Path((namespace, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(refused) = refusal(&state, &headers) {
+    if let Some(refused) = refusal(&state, &headers, &namespace) {
         return refused;
     }
     match state.activations.lock().unwrap().get(&id) {
         Some(record) => Json(record.clone()).into_response(),
-        None => whisk_error(
-            StatusCode::NOT_FOUND,
-            "The requested resource does not exist.",
-        ),
+        None => not_found(),
     }
 }
 
@@ -343,7 +483,7 @@ async fn invoke(
     body: Bytes,
 ) -> Response {
     state.invocations.fetch_add(1, Ordering::SeqCst);
-    if let Some(refused) = refusal(&state, &headers) {
+    if let Some(refused) = refusal(&state, &headers, &namespace) {
         return refused;
     }
     let throttle = state
@@ -364,11 +504,11 @@ async fn invoke(
             ),
         );
     }
-    let parameters: Value = if body.is_empty() {
-        json!({})
+    let parameters: Map<String, Value> = if body.is_empty() {
+        Map::new()
     } else {
         match serde_json::from_slice(&body) {
-            Ok(value @ Value::Object(_)) => value,
+            Ok(Value::Object(parameters)) => parameters,
             _ => {
                 return whisk_error(
                     StatusCode::BAD_REQUEST,
@@ -378,50 +518,15 @@ async fn invoke(
         }
     };
     let Some(action) = state.actions.lock().unwrap().get(&name).cloned() else {
-        return whisk_error(
-            StatusCode::NOT_FOUND,
-            "The requested resource does not exist.",
-        );
+        return not_found();
     };
-    let activation_id = new_activation_id();
-    let (done_tx, mut done_rx) = watch::channel(None::<Value>);
-    {
-        let state = state.clone();
-        let activation_id = activation_id.clone();
-        let namespace = namespace.clone();
-        tokio::spawn(async move {
-            let record = activate(
-                &state,
-                &namespace,
-                &name,
-                &action,
-                parameters,
-                &activation_id,
-            )
-            .await;
-            state
-                .activations
-                .lock()
-                .unwrap()
-                .insert(activation_id, record.clone());
-            let _ = done_tx.send(Some(record));
-        });
-    }
-    let accepted = || {
-        state.accepted.fetch_add(1, Ordering::SeqCst);
-        (
-            StatusCode::ACCEPTED,
-            Json(json!({ "activationId": activation_id })),
-        )
-    };
+    let activation = start_activation(&state, &name, action, parameters);
     if !query.blocking {
-        return accepted().into_response();
+        return activation.accepted(&state).into_response();
     }
-    let limit = Duration::from_millis(state.blocking_limit_ms.load(Ordering::SeqCst));
-    let finished = tokio::time::timeout(limit, done_rx.wait_for(Option::is_some)).await;
-    let record = match finished {
-        Ok(Ok(record)) => record.clone().unwrap_or(Value::Null),
-        _ => return accepted().into_response(),
+    let record = match activation.wait(&state).await {
+        Ok(record) => record,
+        Err(accepted) => return accepted.into_response(),
     };
     let status = match record["response"]["status"].as_str() {
         Some("success") => StatusCode::OK,
@@ -434,6 +539,61 @@ async fn invoke(
         record
     };
     (status, Json(body)).into_response()
+}
+
+/// An activation running in the background.
+struct Running {
+    id: String,
+    done: watch::Receiver<Option<Value>>,
+}
+
+impl Running {
+    /// The 202 answer: the activation is to be polled.
+    fn accepted(&self, state: &ControllerState) -> (StatusCode, Json<Value>) {
+        state.accepted.fetch_add(1, Ordering::SeqCst);
+        (
+            StatusCode::ACCEPTED,
+            Json(json!({ "activationId": self.id })),
+        )
+    }
+
+    /// The activation's record, or the 202 answer when it outlives the blocking limit.
+    async fn wait(mut self, state: &ControllerState) -> Result<Value, (StatusCode, Json<Value>)> {
+        let limit = Duration::from_millis(state.blocking_limit_ms.load(Ordering::SeqCst));
+        let finished = tokio::time::timeout(limit, self.done.wait_for(Option::is_some))
+            .await
+            .ok()
+            .and_then(|record| record.ok().map(|record| record.clone()));
+        match finished {
+            Some(record) => Ok(record.unwrap_or(Value::Null)),
+            None => Err(self.accepted(state)),
+        }
+    }
+}
+
+/// Runs an activation of `action` with `arguments` (merged over its own parameters) in the
+/// background; its record is kept for `GET …/activations/{id}`.
+fn start_activation(
+    state: &Arc<ControllerState>,
+    name: &str,
+    action: Value,
+    arguments: Map<String, Value>,
+) -> Running {
+    let id = new_activation_id();
+    let (done_tx, done) = watch::channel(None::<Value>);
+    let state = state.clone();
+    let activation_id = id.clone();
+    let name = name.to_owned();
+    tokio::spawn(async move {
+        let record = activate(&state, &name, &action, arguments, &activation_id).await;
+        state
+            .activations
+            .lock()
+            .unwrap()
+            .insert(activation_id, record.clone());
+        let _ = done_tx.send(Some(record));
+    });
+    Running { id, done }
 }
 
 fn new_activation_id() -> String {
@@ -451,29 +611,39 @@ fn epoch_ms() -> u64 {
 /// Runs one activation and returns its record.
 async fn activate(
     state: &Arc<ControllerState>,
-    namespace: &str,
     name: &str,
     action: &Value,
-    parameters: Value,
+    arguments: Map<String, Value>,
     activation_id: &str,
 ) -> Value {
     let timeout_ms = action["limits"]["timeout"].as_u64().unwrap_or(60_000);
     let start = epoch_ms();
+    // The invoker's activation context: the run's metadata, and (prefixed `__OW_`) the
+    // container's environment at /init.
+    let mut context = Map::new();
+    context.insert("namespace".into(), json!(NAMESPACE));
+    context.insert("action_name".into(), json!(format!("/{NAMESPACE}/{name}")));
+    context.insert("action_version".into(), action["version"].clone());
+    context.insert("activation_id".into(), json!(activation_id));
+    context.insert(
+        "transaction_id".into(),
+        json!(format!("tid-{activation_id}")),
+    );
+    context.insert("deadline".into(), json!((start + timeout_ms).to_string()));
+    if annotation_truthy(action, "provide-api-key", true) {
+        context.insert("api_key".into(), json!(state.auth));
+    }
+    let (init_parameters, mut value) = partition_parameters(action);
+    value.extend(arguments);
     let outcome = async {
-        let container = container(state, name, action).await?;
+        let container = container(state, name, action, &init_parameters, &context).await?;
         let _slot = container
             .slots
             .acquire()
             .await
             .map_err(|_| "the container is gone".to_owned())?;
-        let run = json!({
-            "value": parameters,
-            "namespace": namespace,
-            "action_name": format!("/{namespace}/{name}"),
-            "activation_id": activation_id,
-            "transaction_id": format!("tid-{activation_id}"),
-            "deadline": (start + timeout_ms).to_string(),
-        });
+        let mut run = context.clone();
+        run.insert("value".into(), Value::Object(value));
         let sent = container
             .client
             .post(format!("{}/run", container.base))
@@ -516,7 +686,7 @@ async fn activate(
     };
     json!({
         "activationId": activation_id,
-        "namespace": namespace,
+        "namespace": NAMESPACE,
         "name": name,
         "start": start,
         "end": epoch_ms(),
@@ -535,6 +705,8 @@ async fn container(
     state: &Arc<ControllerState>,
     name: &str,
     action: &Value,
+    init_parameters: &Map<String, Value>,
+    context: &Map<String, Value>,
 ) -> Result<ContainerRef, String> {
     let cell = state
         .containers
@@ -543,7 +715,7 @@ async fn container(
         .entry(name.to_owned())
         .or_default()
         .clone();
-    cell.get_or_try_init(|| start_container(&state.program, name, action))
+    cell.get_or_try_init(|| start_container(state, name, action, init_parameters, context))
         .await?;
     Ok(ContainerRef(cell))
 }
@@ -559,25 +731,58 @@ impl std::ops::Deref for ContainerRef {
 }
 
 async fn start_container(
-    program: &std::path::Path,
+    state: &ControllerState,
     name: &str,
     action: &Value,
+    init_parameters: &Map<String, Value>,
+    context: &Map<String, Value>,
 ) -> Result<Container, String> {
     let concurrency = action["limits"]["concurrency"].as_u64().unwrap_or(1);
-    let mut command = tokio::process::Command::new(program);
+    let code = action["exec"]["code"].as_str().unwrap_or_default();
+    let mut command = if code.is_empty() {
+        let mut command = tokio::process::Command::new(&state.program);
+        command
+            .env("FERRY_ROLE", "openwhisk")
+            .env("FERRY_LISTEN", "127.0.0.1:0")
+            .env_remove("AWS_LAMBDA_RUNTIME_API");
+        if concurrency > 1 {
+            command.env("__OW_ALLOW_CONCURRENT", "true");
+        }
+        command
+    } else {
+        let Some(proxy) = &state.proxy else {
+            return Err(format!(
+                "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `Controller::with_actionloop_proxy`"
+            ));
+        };
+        let workdir = state.workdir.join(format!(
+            "{name}-{}",
+            action["version"].as_str().unwrap_or("0")
+        ));
+        // The runtime image's own environment: the proxy passes `__OW_*` on to the executable.
+        let mut command = tokio::process::Command::new(proxy);
+        command
+            .args([
+                "actionloop-host",
+                "--listen",
+                "127.0.0.1:0",
+                "--copies",
+                "1",
+            ])
+            .arg("--wait-for-ack")
+            .arg("--workdir")
+            .arg(&workdir)
+            .env_clear()
+            .env("__OW_API_HOST", &state.api_host);
+        command
+    };
     command
-        .env("FERRY_ROLE", "openwhisk")
-        .env("FERRY_LISTEN", "127.0.0.1:0")
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    if concurrency > 1 {
-        command.env("__OW_ALLOW_CONCURRENT", "true");
-    }
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
+        .map_err(|e| format!("cannot start the container of `{name}`: {e}"))?;
     let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
     let base = loop {
         match lines.next_line().await {
@@ -592,11 +797,31 @@ async fn start_container(
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let client = reqwest::Client::new();
     let main = action["exec"]["main"].as_str().unwrap_or("main");
+    // The environment at /init: the init parameters, then the activation context as `__OW_*`.
+    let mut env = Map::new();
+    for (key, value) in init_parameters {
+        let text = match value {
+            Value::String(text) => text.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        env.insert(key.clone(), Value::String(text));
+    }
+    for (key, value) in context {
+        let text = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_owned);
+        env.insert(format!("__OW_{}", key.to_uppercase()), Value::String(text));
+    }
     let init = client
         .post(format!("{base}/init"))
-        .json(
-            &json!({"value": {"name": name, "main": main, "code": "", "binary": true, "env": {}}}),
-        )
+        .json(&json!({"value": {
+            "name": name,
+            "main": main,
+            "code": code,
+            "binary": action["exec"]["binary"].as_bool().unwrap_or(true),
+            "env": env,
+        }}))
         .send()
         .await
         .map_err(|e| format!("/init failed: {e}"))?;
@@ -613,4 +838,432 @@ async fn start_container(
         slots: tokio::sync::Semaphore::new(concurrency.max(1) as usize),
         _child: child,
     })
+}
+
+// ---- Web actions ----
+
+/// The media extensions a web action URL may end in; `.http` when there is none.
+const EXTENSIONS: [&str; 5] = [".http", ".json", ".html", ".svg", ".text"];
+
+/// Headers the controller adds to web action responses unless the action handles `OPTIONS`.
+const CORS: [(&str, &str); 3] = [
+    ("access-control-allow-origin", "*"),
+    (
+        "access-control-allow-methods",
+        "OPTIONS, GET, DELETE, POST, PUT, HEAD, PATCH",
+    ),
+    (
+        "access-control-allow-headers",
+        "Authorization, Origin, X-Requested-With, Content-Type, Accept, User-Agent",
+    ),
+];
+
+async fn web(
+    State(state): State<Arc<ControllerState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let allowed = [
+        Method::GET,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::HEAD,
+        Method::OPTIONS,
+    ];
+    if !allowed.contains(&method) {
+        return whisk_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "HTTP method not allowed, supported methods: GET, DELETE, POST, PUT, HEAD, OPTIONS, PATCH",
+        );
+    }
+    state.invocations.fetch_add(1, Ordering::SeqCst);
+    let path = uri.path().strip_prefix("/api/v1/web/").unwrap_or_default();
+    let mut segments = path.splitn(4, '/');
+    let (Some(namespace), Some(package), Some(action_segment)) =
+        (segments.next(), segments.next(), segments.next())
+    else {
+        return not_found();
+    };
+    let rest = segments
+        .next()
+        .map_or(String::new(), |rest| format!("/{rest}"));
+    let (name, extension) = match EXTENSIONS.iter().find(|e| action_segment.ends_with(*e)) {
+        Some(extension) => (
+            &action_segment[..action_segment.len() - extension.len()],
+            *extension,
+        ),
+        None => (action_segment, ".http"),
+    };
+    // Only the user's own namespace, spelled out (`_` names no one here), and actions outside
+    // packages: this controller has none.
+    if namespace != NAMESPACE || package != "default" || name.is_empty() {
+        return not_found();
+    }
+    let Some(action) = state.actions.lock().unwrap().get(name).cloned() else {
+        return not_found();
+    };
+    if !annotation_is_true(&action, "web-export") {
+        return not_found();
+    }
+    if body.len() > MAX_PARAMETERS {
+        return whisk_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!(
+                "The request content was malformed:\nrequest entity too large: {} > {MAX_PARAMETERS} bytes",
+                body.len()
+            ),
+        );
+    }
+    let custom_options = annotation_is_true(&action, "web-custom-options");
+    let cors = |mut response: Response| {
+        if !custom_options {
+            for (name, value) in CORS {
+                response.headers_mut().insert(
+                    HeaderName::from_static(name),
+                    HeaderValue::from_static(value),
+                );
+            }
+        }
+        response
+    };
+    if method == Method::OPTIONS && !custom_options {
+        return cors(StatusCode::OK.into_response());
+    }
+    let arguments = match web_arguments(&action, &method, &uri, &headers, &body, &rest) {
+        Ok(arguments) => arguments,
+        Err(refused) => return cors(whisk_error(StatusCode::BAD_REQUEST, refused)),
+    };
+    let running = start_activation(&state, name, action, arguments);
+    let id = running.id.clone();
+    let mut response = match running.wait(&state).await {
+        Ok(record) => web_response(&record, extension),
+        Err(_) => whisk_error(StatusCode::ACCEPTED, "Response not yet ready."),
+    };
+    if let Ok(id) = HeaderValue::from_str(&id) {
+        response
+            .headers_mut()
+            .insert("x-openwhisk-activation-id", id);
+    }
+    cors(response)
+}
+
+/// The parameters of a web action activation, as the controller makes them of the request, or
+/// why the request is refused (400).
+fn web_arguments(
+    action: &Value,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    rest: &str,
+) -> Result<Map<String, Value>, &'static str> {
+    let raw = annotation_is_true(action, "raw-http");
+    let mut header_map = Map::new();
+    for (name, value) in headers {
+        if let Ok(value) = value.to_str() {
+            header_map.insert(name.as_str().to_owned(), json!(value));
+        }
+    }
+    // A body without a content type is `application/octet-stream`, as the HTTP stack sees it.
+    let content_type = match headers.get("content-type").and_then(|v| v.to_str().ok()) {
+        Some(content_type) => Some(content_type.to_owned()),
+        None if !body.is_empty() => {
+            header_map.insert("content-type".to_owned(), json!("application/octet-stream"));
+            Some("application/octet-stream".to_owned())
+        }
+        None => None,
+    };
+    let media = content_type.as_deref().map(Media::parse);
+    let body_value = match (&media, body.is_empty()) {
+        (_, true) => None,
+        (Some(media), false) if media.is_json() && !raw => Some(
+            serde_json::from_slice::<Value>(body)
+                .map_err(|_| "The request content was malformed.")?,
+        ),
+        (Some(media), false) if media.essence == "application/x-www-form-urlencoded" && !raw => {
+            Some(Value::Object(query_pairs(&String::from_utf8_lossy(body))))
+        }
+        (media, false) => {
+            if media.as_ref().is_none_or(Media::base64_in_requests) {
+                Some(json!(base64_simd::STANDARD.encode_to_string(body)))
+            } else {
+                Some(json!(String::from_utf8_lossy(body)))
+            }
+        }
+    };
+    let query = uri.query().unwrap_or_default();
+    let mut arguments = Map::new();
+    arguments.insert("__ow_method".into(), json!(method.as_str().to_lowercase()));
+    arguments.insert("__ow_headers".into(), Value::Object(header_map));
+    arguments.insert("__ow_path".into(), json!(rest));
+    if raw {
+        arguments.insert("__ow_query".into(), json!(query));
+        arguments.insert("__ow_body".into(), body_value.unwrap_or_else(|| json!("")));
+        return Ok(arguments);
+    }
+    let query = query_pairs(query);
+    let body_fields = match body_value {
+        Some(Value::Object(fields)) => fields,
+        Some(other) => Map::from_iter([("__ow_body".to_owned(), other)]),
+        None => Map::new(),
+    };
+    // Neither the query nor a body object may set a reserved parameter or, with `final`, one of
+    // the action's own.
+    let (init, other) = partition_parameters(action);
+    let immutable = annotation_truthy(action, "final", false);
+    let refused = query
+        .keys()
+        .chain(body_fields.keys().filter(|k| *k != "__ow_body"));
+    for key in refused {
+        if RESERVED.contains(&key.as_str())
+            || (immutable && (init.contains_key(key) || other.contains_key(key)))
+        {
+            return Err(
+                "Request defines parameters that are not allowed (e.g., reserved properties).",
+            );
+        }
+    }
+    arguments.extend(query);
+    arguments.extend(body_fields);
+    Ok(arguments)
+}
+
+/// `a=1&b=2` as string parameters.
+fn query_pairs(text: &str) -> Map<String, Value> {
+    let url = reqwest::Url::parse(&format!("http://query/?{text}")).expect("a url");
+    url.query_pairs()
+        .map(|(key, value)| (key.into_owned(), json!(value)))
+        .collect()
+}
+
+/// A content type as the controller's HTTP stack classifies it.
+struct Media {
+    /// `type/subtype`, lowercase.
+    essence: String,
+    charset: bool,
+}
+
+impl Media {
+    fn parse(content_type: &str) -> Self {
+        let mut parts = content_type.split(';');
+        let essence = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let charset = parts.any(|p| p.trim().to_ascii_lowercase().starts_with("charset="));
+        Self { essence, charset }
+    }
+
+    fn valid(&self) -> bool {
+        self.essence
+            .split_once('/')
+            .is_some_and(|(main, sub)| !main.is_empty() && !sub.is_empty())
+    }
+
+    fn is_json(&self) -> bool {
+        self.essence == "application/json" || self.essence.ends_with("+json")
+    }
+
+    /// Whether the media type is binary: all but `text/*`, the registered textual
+    /// `application/*` types, and unregistered types given a charset.
+    fn binary(&self) -> bool {
+        const REGISTERED_TEXT: [&str; 9] = [
+            "application/json",
+            "application/javascript",
+            "application/x-www-form-urlencoded",
+            "application/xml",
+            "application/xhtml+xml",
+            "application/rss+xml",
+            "application/atom+xml",
+            "application/soap+xml",
+            "application/xml-dtd",
+        ];
+        if self.essence.starts_with("text/") || REGISTERED_TEXT.contains(&self.essence.as_str()) {
+            return false;
+        }
+        let registered_binary = self.essence.starts_with("image/")
+            || self.essence.starts_with("audio/")
+            || self.essence.starts_with("video/")
+            || self.essence.starts_with("multipart/")
+            || self.essence == "application/octet-stream";
+        registered_binary || !self.charset
+    }
+
+    /// A request body of this type reaches the action base64'd: binary, or `application/json`
+    /// (the controller's legacy).
+    fn base64_in_requests(&self) -> bool {
+        self.binary() || self.essence == "application/json"
+    }
+}
+
+/// The HTTP response of a finished web action activation.
+fn web_response(record: &Value, extension: &str) -> Response {
+    let result = &record["response"]["result"];
+    let projected = match record["response"]["status"].as_str() {
+        Some("success") => result,
+        // An application error answers its `error` field.
+        Some("application error") => match result.get("error") {
+            Some(error) => error,
+            None => {
+                return whisk_error(
+                    StatusCode::NOT_FOUND,
+                    "The requested property does not exist.",
+                );
+            }
+        },
+        _ => {
+            return whisk_error(StatusCode::BAD_REQUEST, "Request could not be processed.");
+        }
+    };
+    match extension {
+        ".json" => match projected {
+            Value::Object(_) | Value::Array(_) => Json(projected.clone()).into_response(),
+            _ => invalid_media("application/json"),
+        },
+        ".html" | ".svg" | ".text" => {
+            let field = &extension[1..];
+            let value = match projected {
+                Value::Object(fields) => fields.get("body").or_else(|| fields.get(field)),
+                other => Some(other),
+            };
+            let content_type = match extension {
+                ".html" => "text/html; charset=UTF-8",
+                ".svg" => "image/svg+xml",
+                _ => "text/plain; charset=UTF-8",
+            };
+            match value {
+                Some(Value::String(text)) => {
+                    ([("content-type", content_type)], text.clone()).into_response()
+                }
+                Some(other) if extension == ".text" => {
+                    ([("content-type", content_type)], other.to_string()).into_response()
+                }
+                None if extension == ".text" => whisk_error(
+                    StatusCode::NOT_FOUND,
+                    "The requested property does not exist.",
+                ),
+                _ => invalid_media(content_type),
+            }
+        }
+        _ => http_response(projected),
+    }
+}
+
+fn invalid_media(media: &str) -> Response {
+    whisk_error(
+        StatusCode::BAD_REQUEST,
+        &format!("Resource representation is only available with these types:\n{media}"),
+    )
+}
+
+/// A `.http` result, `{statusCode, headers, body}`, as the HTTP response.
+fn http_response(result: &Value) -> Response {
+    let Some(fields) = result.as_object() else {
+        return invalid_media("message/http");
+    };
+    let mut headers: Vec<(String, String)> = Vec::new();
+    match fields.get("headers") {
+        None => {}
+        Some(Value::Object(given)) => {
+            for (name, value) in given {
+                let values = match value {
+                    Value::Array(values) => values.clone(),
+                    single => vec![single.clone()],
+                };
+                for value in values {
+                    let text = match value {
+                        Value::String(text) => text,
+                        Value::Bool(b) => b.to_string(),
+                        Value::Number(n) => n.to_string(),
+                        _ => return invalid_media("message/http"),
+                    };
+                    headers.push((name.clone(), text));
+                }
+            }
+        }
+        Some(_) => return invalid_media("message/http"),
+    }
+    let code = match fields.get("statusCode") {
+        None => None,
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.parse::<u64>().ok(),
+        Some(_) => return invalid_media("message/http"),
+    };
+    let code = match code.map(|c| {
+        u16::try_from(c)
+            .ok()
+            .and_then(|c| StatusCode::from_u16(c).ok())
+    }) {
+        None => None,
+        Some(Some(code)) => Some(code),
+        Some(None) => return invalid_media("message/http"),
+    };
+    let content_type = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.clone());
+    headers.retain(|(name, _)| !name.eq_ignore_ascii_case("content-type"));
+    let content_error = || {
+        whisk_error(
+            StatusCode::BAD_REQUEST,
+            "Response type in header did not match generated content type.",
+        )
+    };
+    let (status, content_type, body) = match fields.get("body") {
+        Some(Value::String(text)) if !text.is_empty() => {
+            let content_type = content_type.unwrap_or_else(|| "text/html".to_owned());
+            let media = Media::parse(&content_type);
+            if !media.valid() {
+                return whisk_error(
+                    StatusCode::BAD_REQUEST,
+                    "Response type in header did not match generated content type.",
+                );
+            }
+            let bytes = if media.binary() || (media.is_json() && looks_base64(text)) {
+                match base64_simd::STANDARD.decode_to_vec(text.trim()) {
+                    Ok(bytes) => bytes,
+                    Err(_) => return content_error(),
+                }
+            } else {
+                text.clone().into_bytes()
+            };
+            (code.unwrap_or(StatusCode::OK), Some(content_type), bytes)
+        }
+        None | Some(Value::Null) | Some(Value::String(_)) => {
+            (code.unwrap_or(StatusCode::NO_CONTENT), None, Vec::new())
+        }
+        Some(json) => {
+            let content_type = content_type.unwrap_or_else(|| "application/json".to_owned());
+            if !Media::parse(&content_type).is_json() {
+                return content_error();
+            }
+            (
+                code.unwrap_or(StatusCode::OK),
+                Some(content_type),
+                serde_json::to_vec(json).unwrap_or_default(),
+            )
+        }
+    };
+    let mut response = Response::builder().status(status);
+    for (name, value) in &headers {
+        response = response.header(name.as_str(), value.as_str());
+    }
+    if let Some(content_type) = content_type {
+        response = response.header("content-type", content_type);
+    }
+    response
+        .body(Body::from(body))
+        .unwrap_or_else(|_| invalid_media("message/http"))
+}
+
+/// The controller's test for a legacy base64 JSON body: non-empty, a multiple of 4 long, only
+/// base64 characters.
+fn looks_base64(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty()
+        && text.len() % 4 == 0
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
 }
