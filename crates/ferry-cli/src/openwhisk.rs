@@ -17,6 +17,17 @@
 //!   `ferry:code-sha256`, by which deploys skip unchanged code and `ferry ls` recognises actions
 //!   of the app that the program no longer has.
 //!
+//! A program that serves a web app (`ferry::web::serve`, `"web": true` in its manifest) gets one
+//! more action, its web app: named `<app>-web-<config hash>` ([`ferry::naming::web_name`]), the
+//! same code with `main` `web` and no `FERRY_FUNCTION` (so the executable serves its router), the
+//! default settings of functions (256 MB, 60 s, one activation at a time, as the ActionLoop proxy
+//! runs them), init parameters `FERRY_BACKEND=openwhisk` and `FERRY_APP=<app>` besides the
+//! `--env` variables, and the annotations of a raw web action that owns its responses:
+//! `web-export`, `raw-http`, `final`, `web-custom-options` (the app answers `OPTIONS` and sets
+//! its own CORS headers) and `provide-api-key` (the handlers' `ferry::Context` invokes the app's
+//! actions with the platform's `__OW_API_KEY`), all `true`. Its URL is
+//! `{apihost}/api/v1/web/{namespace}/default/{action}`.
+//!
 //! Settings come from the environment and the `wsk` CLI's properties file, as for the
 //! `openwhisk` backend ([`ferry::OpenWhiskConfig::from_env`]).
 
@@ -36,6 +47,15 @@ use crate::naming;
 pub const NATIVE_IMAGE: &str = "openwhisk/dockerskeleton";
 /// The init parameter that names the function for the executable.
 pub const FUNCTION_PARAMETER: &str = "FERRY_FUNCTION";
+/// The annotations that make the web app's action a raw web action that owns its responses and
+/// is given the API key.
+pub const WEB_ANNOTATIONS: [&str; 5] = [
+    "web-export",
+    "raw-http",
+    "final",
+    "web-custom-options",
+    "provide-api-key",
+];
 
 /// One action as it should be deployed.
 #[derive(Debug, Clone)]
@@ -50,6 +70,8 @@ pub struct DesiredAction {
     pub limits: Value,
     /// Init parameters, sorted by key.
     pub parameters: BTreeMap<String, String>,
+    /// The web app's action (a web action) rather than a function's.
+    pub web: bool,
 }
 
 /// The program's ActionLoop zip.
@@ -66,13 +88,16 @@ pub struct ActionDeployment {
     pub client: Controller,
     pub app: String,
     pub actions: Vec<DesiredAction>,
+    /// The web app's action, when the program serves one.
+    pub web: Option<DesiredAction>,
 }
 
 /// How a deployed action differs from its desired state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ActionDifference {
     pub code: bool,
-    /// What differs besides the code: `limits`, `main`, `parameters`.
+    /// What differs besides the code: `limits`, `main`, `parameters`, `annotations` (the web
+    /// app's).
     pub config: Vec<&'static str>,
 }
 
@@ -111,12 +136,46 @@ impl ActionDeployment {
                 name,
                 config_hash,
                 parameters,
+                web: false,
             });
         }
+        let web = if manifest.web {
+            if let Some(action) = actions.iter().find(|a| a.handler == naming::WEB_HANDLER) {
+                bail!(
+                    "function `{}` has the handler the web app is deployed with (`{}`): rename it (`#[ferry::function(name = \"…\")]`) to deploy this web program",
+                    action.handler,
+                    naming::WEB_HANDLER
+                );
+            }
+            let config = ferry::naming::WEB_CONFIG;
+            let mut parameters: BTreeMap<String, String> = env.iter().cloned().collect();
+            parameters
+                .entry("FERRY_BACKEND".to_owned())
+                .or_insert_with(|| "openwhisk".to_owned());
+            parameters
+                .entry("FERRY_APP".to_owned())
+                .or_insert_with(|| app.clone());
+            Some(DesiredAction {
+                handler: naming::WEB_HANDLER.to_owned(),
+                id: String::new(),
+                name: naming::web_name(&app)?,
+                config_hash: naming::config_hash(&config, naming::WEB_HANDLER),
+                limits: json!({
+                    "memory": config.memory_mb,
+                    "timeout": config.timeout.as_millis() as u64,
+                    "concurrency": config.concurrency,
+                }),
+                parameters,
+                web: true,
+            })
+        } else {
+            None
+        };
         let deployment = Self {
             client: Controller::new(config)?,
             app,
             actions,
+            web,
         };
         Ok((deployment, info, manifest))
     }
@@ -128,6 +187,30 @@ impl ActionDeployment {
             .iter()
             .map(|(key, value)| json!({ "key": key, "value": value, "init": true }))
             .collect();
+        let mut annotations = vec![json!({ "key": "ferry:app", "value": self.app })];
+        if action.web {
+            annotations.push(json!({ "key": "ferry:web", "value": "true" }));
+        } else {
+            annotations.push(json!({ "key": "ferry:function", "value": action.id }));
+        }
+        annotations.extend([
+            json!({ "key": "ferry:config-hash", "value": action.config_hash }),
+            json!({ "key": "ferry:code-sha256", "value": code.sha256 }),
+        ]);
+        if action.web {
+            annotations.push(
+                json!({ "key": "description", "value": format!("ferry web app of {}", self.app) }),
+            );
+            annotations.extend(
+                WEB_ANNOTATIONS
+                    .iter()
+                    .map(|key| json!({ "key": key, "value": true })),
+            );
+        } else {
+            annotations.push(
+                json!({ "key": "description", "value": format!("ferry function {}", action.id) }),
+            );
+        }
         json!({
             "exec": {
                 "kind": "blackbox",
@@ -138,14 +221,22 @@ impl ActionDeployment {
             },
             "limits": action.limits,
             "parameters": parameters,
-            "annotations": [
-                { "key": "ferry:app", "value": self.app },
-                { "key": "ferry:function", "value": action.id },
-                { "key": "ferry:config-hash", "value": action.config_hash },
-                { "key": "ferry:code-sha256", "value": code.sha256 },
-                { "key": "description", "value": format!("ferry function {}", action.id) },
-            ],
+            "annotations": annotations,
         })
+    }
+
+    /// The web app's URL, of its deployed action document: the controller's web API, the
+    /// action's namespace (the configured one when the document has none), package `default`.
+    pub fn web_url(&self, deployed: &Value) -> String {
+        let namespace = deployed["namespace"]
+            .as_str()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or(&self.client.config.namespace);
+        format!(
+            "{}/api/v1/web/{namespace}/default/{}",
+            self.client.api_host(),
+            deployed["name"].as_str().unwrap_or_default()
+        )
     }
 
     /// How `deployed` (an action document) differs from `desired` (`code` = `None`: the code
@@ -182,6 +273,13 @@ impl ActionDeployment {
         if have != desired.parameters {
             config.push("parameters");
         }
+        if desired.web
+            && WEB_ANNOTATIONS
+                .iter()
+                .any(|key| annotation_value(deployed, key) != Some(&Value::Bool(true)))
+        {
+            config.push("annotations");
+        }
         let code = code.is_some_and(|code| {
             annotation(deployed, "ferry:code-sha256") != Some(code.sha256.as_str())
         });
@@ -196,10 +294,15 @@ impl ActionDeployment {
             .filter(|action| annotation(action, "ferry:app") == Some(self.app.as_str()))
             .filter_map(|action| {
                 let name = action["name"].as_str()?;
-                if self.actions.iter().any(|a| a.name == name) {
+                let desired = self.actions.iter().chain(&self.web).any(|a| a.name == name);
+                if desired {
                     return None;
                 }
-                let id = annotation(action, "ferry:function").unwrap_or_default();
+                let id = match annotation(action, "ferry:function") {
+                    Some(id) => id,
+                    None if annotation(action, "ferry:web").is_some() => crate::lambda::WEB_ROW,
+                    None => "",
+                };
                 Some((name.to_owned(), id.to_owned()))
             })
             .collect();
@@ -208,13 +311,18 @@ impl ActionDeployment {
     }
 }
 
-/// The value of an action's annotation.
+/// The value of an action's annotation, when it is a string.
 pub fn annotation<'a>(action: &'a Value, key: &str) -> Option<&'a str> {
+    annotation_value(action, key)?.as_str()
+}
+
+/// The value of an action's annotation.
+fn annotation_value<'a>(action: &'a Value, key: &str) -> Option<&'a Value> {
     action["annotations"]
         .as_array()?
         .iter()
-        .find(|a| a["key"] == key)?["value"]
-        .as_str()
+        .find(|a| a["key"] == key)
+        .map(|a| &a["value"])
 }
 
 /// Reads the program's OpenWhisk zip.
@@ -299,19 +407,22 @@ impl Controller {
         Ok(Some(read(response, &url).await?))
     }
 
-    /// Creates the action, or replaces it when `overwrite`.
-    pub async fn put(&self, name: &str, document: &Value, overwrite: bool) -> anyhow::Result<()> {
+    /// Creates the action, or replaces it when `overwrite`; returns the action as stored.
+    pub async fn put(
+        &self,
+        name: &str,
+        document: &Value,
+        overwrite: bool,
+    ) -> anyhow::Result<Value> {
         let url = format!(
             "{}?overwrite={overwrite}",
             self.url(&format!("actions/{name}"))
         );
-        let _: Value = self
-            .send(
-                self.request(reqwest::Method::PUT, &url).json(document),
-                &url,
-            )
-            .await?;
-        Ok(())
+        self.send(
+            self.request(reqwest::Method::PUT, &url).json(document),
+            &url,
+        )
+        .await
     }
 
     async fn send<T: serde::de::DeserializeOwned>(

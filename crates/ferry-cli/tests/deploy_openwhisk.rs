@@ -1,6 +1,7 @@
 //! `ferry deploy --platform openwhisk` and `ferry ls --platform openwhisk` against a controller
 //! on loopback written to OpenWhisk's REST API (`ferry_tests::controller`), which runs deployed
-//! actions in real ferry runtime containers.
+//! actions as OpenWhisk does: their zip's `exec` under an ActionLoop proxy (`ferry
+//! actionloop-host`), and web actions behind its `/api/v1/web/…` routes.
 
 mod common;
 
@@ -8,7 +9,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::process::Output;
 
-use common::{Scratch, fails, ferry_in, fixture, manifest, ok, only_zip_entry, workspace};
+use common::{
+    Scratch, fails, ferry_in, fixture, manifest, ok, only_zip_entry, web_fixture, workspace,
+};
 use ferry::{Context, ErrorKind, OpenWhiskConfig};
 use ferry_tests::controller::Controller;
 use ferry_tests::{Add, RequireEven};
@@ -35,9 +38,18 @@ async fn ferry_on(controller: &Controller, args: &[&str], extra: &[(&str, &str)]
     .unwrap()
 }
 
-/// The action executable of the built zip, as a file the controller's containers run.
+/// A controller whose containers run deployed code under `ferry actionloop-host`.
+async fn controller(program: &Path) -> Controller {
+    Controller::with_actionloop_proxy(program, env!("CARGO_BIN_EXE_ferry")).await
+}
+
+/// The action executable of the built zip, as a file of its own.
 fn exec_of(dir: &Path, scratch: &Scratch) -> std::path::PathBuf {
-    let (name, mode, bytes) = only_zip_entry(&dir.join("openwhisk/ferry-fixture.zip"));
+    exec_of_program(dir, "ferry-fixture", scratch)
+}
+
+fn exec_of_program(dir: &Path, program: &str, scratch: &Scratch) -> std::path::PathBuf {
+    let (name, mode, bytes) = only_zip_entry(&dir.join(format!("openwhisk/{program}.zip")));
     assert_eq!((name.as_str(), mode & 0o777), ("exec", 0o755));
     let path = scratch.path().join("exec");
     std::fs::write(&path, bytes).unwrap();
@@ -49,7 +61,9 @@ fn exec_of(dir: &Path, scratch: &Scratch) -> std::path::PathBuf {
 fn rows(text: &str) -> Vec<[String; 3]> {
     text.lines()
         .skip(1)
-        .filter(|line| line.len() > 1 && !line.contains(" created, "))
+        .filter(|line| {
+            line.len() > 1 && !line.contains(" created, ") && !line.starts_with("web app")
+        })
         .map(|line| {
             let mut words = line.split_whitespace().map(str::to_owned);
             let function = words.next().unwrap_or_default();
@@ -64,7 +78,7 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
     let dir = fixture("openwhisk");
     let dir_arg = dir.to_str().unwrap();
     let scratch = Scratch::new("openwhisk-deploy");
-    let controller = Controller::start(exec_of(dir, &scratch)).await;
+    let controller = controller(&exec_of(dir, &scratch)).await;
     let functions = manifest(dir)["functions"].as_array().unwrap().len();
 
     let listing = ok(
@@ -206,7 +220,7 @@ async fn bad_settings_are_clear_errors() {
     let dir = fixture("openwhisk");
     let dir_arg = dir.to_str().unwrap();
     let scratch = Scratch::new("openwhisk-errors");
-    let controller = Controller::start(exec_of(dir, &scratch)).await;
+    let controller = controller(&exec_of(dir, &scratch)).await;
     let deploy = ["deploy", "--platform", "openwhisk", "--dir", dir_arg];
 
     let refused = fails(
@@ -246,4 +260,201 @@ async fn bad_settings_are_clear_errors() {
     .unwrap();
     let missing = fails(&output, "deploy without a build");
     assert!(missing.contains("run `ferry build"), "{missing}");
+}
+
+/// The web app's line under ferry's table: `web app: <url>`.
+fn web_line(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("web app: "))
+        .unwrap_or_else(|| panic!("no web app line:\n{stdout}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_app_deploys_as_a_web_action_that_serves_the_router() {
+    let dir = web_fixture("openwhisk");
+    let dir_arg = dir.to_str().unwrap();
+    let scratch = Scratch::new("openwhisk-web");
+    let controller = controller(&exec_of_program(dir, "web-fixture", &scratch)).await;
+    let functions = manifest(dir)["functions"].as_array().unwrap().len();
+    let deploy = ["deploy", "--platform", "openwhisk", "--dir", dir_arg];
+    let ls = ["ls", "--platform", "openwhisk", "--dir", dir_arg];
+
+    let listing = ok(
+        &ferry_on(&controller, &ls, &[]).await,
+        "ls before deploying",
+    );
+    assert!(
+        rows(&listing).contains(&[
+            "(web)".to_owned(),
+            "web-fixture-web-5142fd6d".to_owned(),
+            "missing".to_owned()
+        ]),
+        "{listing}"
+    );
+
+    // The functions' actions and one web action.
+    let created = ok(&ferry_on(&controller, &deploy, &[]).await, "deploy");
+    assert!(
+        created.contains(&format!(
+            "{} created, 0 updated, 0 unchanged",
+            functions + 1
+        )),
+        "{created}"
+    );
+    let web = rows(&created)
+        .into_iter()
+        .find(|row| row[0] == "(web)")
+        .expect("a web row")[1]
+        .clone();
+    assert_eq!(web, "web-fixture-web-5142fd6d");
+    let url = web_line(&created);
+    assert_eq!(
+        url,
+        format!("{}/api/v1/web/guest/default/{web}", controller.api_host)
+    );
+    let actions = controller.actions();
+    assert_eq!(actions.len(), functions + 1);
+    let annotation = |action: &serde_json::Value, key: &str| {
+        action["annotations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["key"] == key)
+            .map(|a| a["value"].clone())
+    };
+    let exported: Vec<&String> = actions
+        .iter()
+        .filter(|(_, action)| annotation(action, "web-export") == Some(true.into()))
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(exported, vec![&web], "exactly one web action");
+    let action = &actions[&web];
+    for key in ["raw-http", "final", "web-custom-options", "provide-api-key"] {
+        assert_eq!(
+            annotation(action, key),
+            Some(true.into()),
+            "{key}: {action}"
+        );
+    }
+    assert_eq!(action["exec"]["kind"], "blackbox");
+    assert_eq!(action["exec"]["main"], "web");
+    let parameters: Vec<(String, String)> = action["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .inspect(|p| assert_eq!(p["init"], true, "{p}"))
+        .map(|p| {
+            let value = p["value"].as_str().unwrap().to_owned();
+            (p["key"].as_str().unwrap().to_owned(), value)
+        })
+        .collect();
+    assert_eq!(
+        parameters,
+        [
+            ("FERRY_APP".to_owned(), "web-fixture".to_owned()),
+            ("FERRY_BACKEND".to_owned(), "openwhisk".to_owned())
+        ]
+    );
+    // The functions' actions are what they were: not web actions, no API key.
+    let add = rows(&created)
+        .into_iter()
+        .find(|row| row[0] == "add")
+        .expect("add is deployed")[1]
+        .clone();
+    assert_eq!(annotation(&actions[&add], "web-export"), None);
+    assert_eq!(
+        annotation(&actions[&add], "provide-api-key"),
+        Some(false.into())
+    );
+
+    let listing = ok(&ferry_on(&controller, &ls, &[]).await, "ls after deploying");
+    assert!(
+        rows(&listing).iter().all(|row| row[2] == "deployed"),
+        "{listing}"
+    );
+    assert_eq!(web_line(&listing), url);
+
+    // The router answers at the URL, without credentials: status, headers and body.
+    let http = reqwest::Client::new();
+    let response = http
+        .get(format!("{url}/hello/whisk?mark=!"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; charset=utf-8"
+    );
+    assert!(response.headers().contains_key("x-openwhisk-activation-id"));
+    assert!(
+        !response
+            .headers()
+            .contains_key("access-control-allow-origin"),
+        "the app owns its CORS headers"
+    );
+    assert_eq!(response.text().await.unwrap(), "hello whisk!");
+
+    // A handler's context invokes the deployed `add` action through the controller.
+    let before = controller.invocations();
+    let response = http.get(format!("{url}/add/40/2")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.unwrap(), "42");
+    assert_eq!(
+        controller.invocations() - before,
+        2,
+        "the web request and the add action's invocation"
+    );
+
+    let response = http.get(format!("{url}/bytes")).send().await.unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/octet-stream"
+    );
+    assert_eq!(&response.bytes().await.unwrap()[..], [0u8, 159, 146, 150]);
+    let response = http
+        .post(format!("{url}/echo"))
+        .header("content-type", "application/json")
+        .body(r#"{"a": [1, 2]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(response.text().await.unwrap(), r#"{"a": [1, 2]}"#);
+    let response = http
+        .get(format!("{url}/cookies"))
+        .header("cookie", "a=1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers().get_all("set-cookie").iter().count(),
+        2,
+        "{:?}",
+        response.headers()
+    );
+    assert_eq!(response.text().await.unwrap(), "a=1");
+    let response = http.get(format!("{url}/nowhere")).send().await.unwrap();
+    assert_eq!(response.status(), 404, "the router's own 404");
+
+    // Only the web action is on the web, and only under the namespace's own name.
+    let function_url = format!("{}/api/v1/web/guest/default/{add}", controller.api_host);
+    assert_eq!(http.get(&function_url).send().await.unwrap().status(), 404);
+    let default_namespace = url.replace("/web/guest/", "/web/_/");
+    assert_eq!(
+        http.get(default_namespace).send().await.unwrap().status(),
+        404
+    );
+
+    let again = ok(&ferry_on(&controller, &deploy, &[]).await, "second deploy");
+    assert!(
+        again.contains(&format!(
+            "0 created, 0 updated, {} unchanged",
+            functions + 1
+        )),
+        "{again}"
+    );
+    assert_eq!(web_line(&again), url);
 }

@@ -2,15 +2,20 @@
 //! action (see [`crate::openwhisk`] for names and settings). A missing action is created; one
 //! whose code (the `ferry:code-sha256` annotation against the zip's) or settings differ is
 //! replaced; the others are left alone. Four actions are deployed at a time.
+//!
+//! A web program's web app is one more action, a web action deployed after the others; its URL
+//! is printed.
 
 use std::time::Duration;
 
 use anyhow::bail;
 use futures::StreamExt as _;
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
 
 use super::Args;
 use crate::artifacts::Artifacts;
+use crate::lambda::WEB_ROW;
 use crate::openwhisk::{ActionCode, ActionDeployment, DesiredAction, read_code};
 use crate::table;
 
@@ -29,7 +34,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Result<()> {
     // The first call: a wrong host or bad credentials stop the command with one message.
     let deployed = deployment.client.list().await?;
-    let bar = ProgressBar::new(deployment.actions.len() as u64);
+    let total = deployment.actions.len() + usize::from(deployment.web.is_some());
+    let bar = ProgressBar::new(total as u64);
     bar.set_style(
         ProgressStyle::with_template(
             "{spinner} deploying to openwhisk [{bar:30}] {pos}/{len} {msg}",
@@ -38,33 +44,49 @@ async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Res
         .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(120));
-    let outcomes: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.actions)
-        .map(|action| {
-            let bar = &bar;
-            async move {
-                let outcome = deploy_one(deployment, action, code).await;
-                bar.inc(1);
-                bar.set_message(action.handler.clone());
-                outcome
-            }
-        })
-        .buffered(PARALLEL)
-        .collect()
-        .await;
+    let mut outcomes: Vec<anyhow::Result<(String, Value)>> =
+        futures::stream::iter(&deployment.actions)
+            .map(|action| {
+                let bar = &bar;
+                async move {
+                    let outcome = deploy_one(deployment, action, code).await;
+                    bar.inc(1);
+                    bar.set_message(action.handler.clone());
+                    outcome
+                }
+            })
+            .buffered(PARALLEL)
+            .collect()
+            .await;
+    // The web app comes last: its handlers call the functions.
+    if let Some(web) = &deployment.web {
+        bar.set_message(WEB_ROW);
+        outcomes.push(deploy_one(deployment, web, code).await);
+        bar.inc(1);
+    }
     bar.finish_and_clear();
 
     let mut counts = [0usize; 3];
     let mut failures = Vec::new();
     let mut rows = Vec::new();
-    for (action, outcome) in deployment.actions.iter().zip(outcomes) {
+    let mut url = None;
+    for (action, outcome) in deployment
+        .actions
+        .iter()
+        .chain(&deployment.web)
+        .zip(outcomes)
+    {
         let result = match outcome {
-            Ok(result) => {
+            Ok((result, stored)) => {
                 let slot = match result.as_str() {
                     "created" => 0,
                     "unchanged" => 2,
                     _ => 1,
                 };
                 counts[slot] += 1;
+                if action.web {
+                    url = Some(deployment.web_url(&stored));
+                }
                 result
             }
             Err(error) => {
@@ -72,7 +94,12 @@ async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Res
                 "failed".to_owned()
             }
         };
-        rows.push(vec![action.handler.clone(), action.name.clone(), result]);
+        let shown = if action.web {
+            WEB_ROW.to_owned()
+        } else {
+            action.handler.clone()
+        };
+        rows.push(vec![shown, action.name.clone(), result]);
     }
     print!(
         "{}",
@@ -90,11 +117,13 @@ async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Res
             format!(", {} failed", failures.len())
         }
     );
+    if let Some(url) = url {
+        println!("web app: {url}");
+    }
     if !failures.is_empty() {
         bail!(
-            "{} of {} actions could not be deployed:\n  {}",
+            "{} of {total} actions could not be deployed:\n  {}",
             failures.len(),
-            deployment.actions.len(),
             failures.join("\n  ")
         );
     }
@@ -103,21 +132,25 @@ async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Res
     Ok(())
 }
 
+/// Creates, replaces or leaves `action`: what it did, and the action as deployed.
 async fn deploy_one(
     deployment: &ActionDeployment,
     action: &DesiredAction,
     code: &ActionCode,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, Value)> {
     let client = &deployment.client;
     let document = deployment.document(action, code);
     let Some(deployed) = client.get(&action.name).await? else {
-        client.put(&action.name, &document, false).await?;
-        return Ok("created".to_owned());
+        let stored = client.put(&action.name, &document, false).await?;
+        return Ok(("created".to_owned(), stored));
     };
     let difference = deployment.difference(action, Some(code), &deployed);
     if difference.is_empty() {
-        return Ok("unchanged".to_owned());
+        return Ok(("unchanged".to_owned(), deployed));
     }
-    client.put(&action.name, &document, true).await?;
-    Ok(super::describe_update(difference.code, &difference.config))
+    let stored = client.put(&action.name, &document, true).await?;
+    Ok((
+        super::describe_update(difference.code, &difference.config),
+        stored,
+    ))
 }

@@ -2,12 +2,14 @@
 //! `deployed`, `missing`, `outdated code`, `outdated config (limits, …)`, and `extra` for
 //! actions of the app (annotation `ferry:app`) that the program no longer has.
 //!
-//! The code is compared when the OpenWhisk zip has been built.
+//! The code is compared when the OpenWhisk zip has been built. A web program's web app is one
+//! more row, `(web)`, and a line with its web action's URL.
 
 use futures::StreamExt as _;
 
 use super::Args;
 use crate::artifacts::Artifacts;
+use crate::lambda::WEB_ROW;
 use crate::openwhisk::{ActionDeployment, read_code};
 use crate::table;
 
@@ -39,6 +41,23 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         for (action, state) in deployment.actions.iter().zip(states) {
             rows.push(vec![action.handler.clone(), action.name.clone(), state?]);
         }
+        let mut url_line = None;
+        if let Some(web) = &deployment.web {
+            let state = match deployment.client.get(&web.name).await? {
+                None => {
+                    url_line = Some(
+                        "web app: not deployed (`ferry deploy` creates its web action)".to_owned(),
+                    );
+                    "missing".to_owned()
+                }
+                Some(deployed) => {
+                    url_line = Some(format!("web app: {}", deployment.web_url(&deployed)));
+                    let difference = deployment.difference(web, code.as_ref(), &deployed);
+                    super::describe_state(difference.code, &difference.config)
+                }
+            };
+            rows.push(vec![WEB_ROW.to_owned(), web.name.clone(), state]);
+        }
         for (name, id) in deployment.extras(&deployed) {
             rows.push(vec![id, name, "extra".to_owned()]);
         }
@@ -46,6 +65,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "{}",
             table::render(&["FUNCTION", "OPENWHISK ACTION", "STATE"], &rows)
         );
+        if let Some(line) = url_line {
+            println!("{line}");
+        }
         Ok(())
     })
 }
