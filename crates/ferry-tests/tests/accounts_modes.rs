@@ -88,11 +88,13 @@ async fn web_action(base: &str, path: &str, accept: &str) -> Answer {
         .as_str()
         .unwrap()
         .to_owned();
-    let binary = !content_type.starts_with("application/json");
+    // OpenWhisk's controller decodes binary bodies from base64, and JSON ones that are base64,
+    // as ferry sends them (a JSON text that merely looks like base64 would be decoded too).
+    let base64 = !content_type.starts_with("text/");
     (
         response["statusCode"].as_u64().unwrap() as u16,
         content_type,
-        decode(response["body"].as_str().unwrap(), binary),
+        decode(response["body"].as_str().unwrap(), base64),
     )
 }
 
