@@ -149,7 +149,7 @@ impl Controller {
             .store(limit.as_millis() as u64, Ordering::SeqCst);
     }
 
-    /// Invocation requests received, throttled ones included.
+    /// Invocation requests received, throttled ones and web action requests included.
     pub fn invocations(&self) -> u64 {
         self.state.invocations.load(Ordering::SeqCst)
     }
@@ -1184,20 +1184,22 @@ fn http_response(result: &Value) -> Response {
         }
         Some(_) => return invalid_media("message/http"),
     }
+    // A number or a string of one, a valid status code.
     let code = match fields.get("statusCode") {
         None => None,
-        Some(Value::Number(n)) => n.as_u64(),
-        Some(Value::String(s)) => s.parse::<u64>().ok(),
-        Some(_) => return invalid_media("message/http"),
+        Some(Value::Number(n)) => Some(n.as_u64()),
+        Some(Value::String(s)) => Some(s.parse::<u64>().ok()),
+        Some(_) => Some(None),
     };
-    let code = match code.map(|c| {
-        u16::try_from(c)
-            .ok()
-            .and_then(|c| StatusCode::from_u16(c).ok())
-    }) {
+    let code = match code {
         None => None,
-        Some(Some(code)) => Some(code),
-        Some(None) => return invalid_media("message/http"),
+        Some(code) => match code
+            .and_then(|c| u16::try_from(c).ok())
+            .and_then(|c| StatusCode::from_u16(c).ok())
+        {
+            Some(code) => Some(code),
+            None => return invalid_media("message/http"),
+        },
     };
     let content_type = headers
         .iter()
@@ -1266,4 +1268,110 @@ fn looks_base64(text: &str) -> bool {
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn web_action(annotations: Value, parameters: Value) -> Value {
+        let mut action = action_document("app", json!({"kind": "blackbox"}), json!({}), 1);
+        action["annotations"] = annotations;
+        action["parameters"] = parameters;
+        action
+    }
+
+    async fn body_of(response: Response) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+        (parts.status, parts.headers, bytes.to_vec())
+    }
+
+    #[tokio::test]
+    async fn http_results_become_responses_as_the_controller_makes_them() {
+        let (status, headers, body) = body_of(http_response(&json!({
+            "statusCode": 201,
+            "headers": {"content-type": "application/octet-stream", "x-n": 1, "set-cookie": ["a=1", "b=2"]},
+            "body": "AJ8=",
+        })))
+        .await;
+        assert_eq!((status, &body[..]), (StatusCode::CREATED, &[0u8, 159][..]));
+        assert_eq!(headers["x-n"], "1");
+        assert_eq!(headers.get_all("set-cookie").iter().count(), 2);
+        // JSON that is base64 is decoded; other JSON text, and text, pass as they are.
+        let (_, _, body) = body_of(http_response(&json!({
+            "headers": {"content-type": "application/json"}, "body": "eyJhIjoxfQ==",
+        })))
+        .await;
+        assert_eq!(body, br#"{"a":1}"#);
+        let (_, headers, body) = body_of(http_response(&json!({"body": "<p>hi</p>"}))).await;
+        assert_eq!(
+            (headers["content-type"].to_str().unwrap(), &body[..]),
+            ("text/html", &b"<p>hi</p>"[..])
+        );
+        // No body: 204; a JSON value body: JSON.
+        assert_eq!(
+            body_of(http_response(&json!({}))).await.0,
+            StatusCode::NO_CONTENT
+        );
+        let (_, headers, body) = body_of(http_response(&json!({"body": {"a": 1}}))).await;
+        assert_eq!(
+            (headers["content-type"].to_str().unwrap(), &body[..]),
+            ("application/json", &br#"{"a":1}"#[..])
+        );
+        // Malformed results are the controller's 400.
+        for bad in [
+            json!("text"),
+            json!({"statusCode": "x"}),
+            json!({"headers": "x"}),
+            json!({"headers": {"content-type": "image/png"}, "body": "not base64!"}),
+            json!({"headers": {"content-type": "text/plain"}, "body": {"a": 1}}),
+        ] {
+            assert_eq!(
+                body_of(http_response(&bad)).await.0,
+                StatusCode::BAD_REQUEST,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn requests_become_raw_or_merged_parameters() {
+        let uri: Uri = "/api/v1/web/guest/default/app/x?name=Jane".parse().unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", HeaderValue::from_static("application/json"));
+        let raw = web_action(json!([{"key": "raw-http", "value": true}]), json!([]));
+        let arguments =
+            web_arguments(&raw, &Method::POST, &uri, &headers, br#"{"a":1}"#, "/x").unwrap();
+        assert_eq!(arguments["__ow_method"], "post");
+        assert_eq!(arguments["__ow_path"], "/x");
+        assert_eq!(arguments["__ow_query"], "name=Jane");
+        assert_eq!(arguments["__ow_body"], "eyJhIjoxfQ==");
+        assert_eq!(
+            arguments["__ow_headers"]["content-type"],
+            "application/json"
+        );
+        // Not raw: the query and a JSON object are parameters, and may not override final ones.
+        let merged = web_action(
+            json!([{"key": "final", "value": true}]),
+            json!([{"key": "a", "value": 0}]),
+        );
+        let refused = web_arguments(&merged, &Method::POST, &uri, &headers, br#"{"a":1}"#, "");
+        assert!(refused.is_err());
+        let arguments =
+            web_arguments(&merged, &Method::POST, &uri, &headers, br#"{"b":1}"#, "").unwrap();
+        assert_eq!(
+            (arguments["name"].clone(), arguments["b"].clone()),
+            (json!("Jane"), json!(1))
+        );
+        assert!(arguments.get("__ow_query").is_none() && arguments.get("__ow_body").is_none());
+        // A binary body without a content type is application/octet-stream, base64'd.
+        let arguments =
+            web_arguments(&raw, &Method::PUT, &uri, &HeaderMap::new(), &[0, 159], "").unwrap();
+        assert_eq!(arguments["__ow_body"], "AJ8=");
+        assert_eq!(
+            arguments["__ow_headers"]["content-type"],
+            "application/octet-stream"
+        );
+    }
 }
