@@ -60,8 +60,8 @@ pub use axum;
 /// Handlers reach functions through a [`Context`] argument (`async fn page(ctx: ferry::Context)`),
 /// which works in every mode: started by hand it is the backend `--backend` or `FERRY_BACKEND`
 /// names (default the local platform, whose workers are this program); on Lambda and OpenWhisk it
-/// is the one a worker's functions get (`FERRY_BACKEND=lambda|openwhisk` reaches the program's deployed
-/// functions, otherwise they run in this process).
+/// is the one a worker's functions get (`FERRY_BACKEND=lambda|openwhisk` reaches the program's
+/// deployed functions, otherwise they run in this process).
 pub fn serve(router: Router) -> ExitCode {
     let role = Role::from_env().unwrap_or(Role::Host);
     crate::run::enter(role);
@@ -101,7 +101,6 @@ pub fn serve(router: Router) -> ExitCode {
         .map_err(|e| e.to_string())?;
         let router = router.layer(axum::Extension(ctx));
         match role {
-            Role::Lambda => serve_lambda(router).await,
             Role::OpenWhisk => serve_web_action(router).await,
             _ => serve_plain(router).await,
         }
