@@ -8,159 +8,20 @@
 //! is one more function with a Function URL, public or IAM-authenticated.
 
 mod common;
+#[path = "common/moto.rs"]
+mod moto;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use common::{Scratch, fails, fixture, manifest, ok, only_zip_entry, web_fixture};
-use ferry::aws::{Credentials, Signer};
+use moto::Moto;
 use sha2::Digest as _;
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/ferry-test";
 const PROGRAM: &str = "ferry-fixture";
-
-/// A moto server on a free loopback port, killed on drop.
-struct Moto {
-    child: Child,
-    url: String,
-}
-
-impl Moto {
-    fn start() -> Self {
-        let python = std::env::var("FERRY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        // Port 0: the server binds a free port and says which.
-        let mut child = Command::new(&python)
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start `{python} -m moto.server` ({e}): `pip install 'moto[server]'` (scripts/test.sh installs it)"));
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut sent = false;
-            // Reads to the end, so the server never blocks on a full pipe.
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if sent {
-                    continue;
-                }
-                match line.find("Running on http://") {
-                    Some(at) => {
-                        let _ = tx.send(Ok(line[at + "Running on ".len()..].trim().to_owned()));
-                        sent = true;
-                    }
-                    None => {
-                        let _ = tx.send(Err(line));
-                    }
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut said = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(Ok(url)) => return Self { child, url },
-                Ok(Err(line)) => said.push(line),
-                Err(_) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!("moto did not start within a minute:\n{}", said.join("\n"));
-                }
-            }
-        }
-    }
-
-    /// Creates the role the functions run as: moto's Lambda accepts only roles IAM knows.
-    fn create_role(&self) {
-        let body = format!(
-            "Action=CreateRole&Version=2010-05-08&RoleName=ferry-test&AssumeRolePolicyDocument={}",
-            "%7B%7D"
-        );
-        let (status, text) = self.signed(
-            "iam",
-            "POST",
-            "/",
-            body.as_bytes(),
-            "application/x-www-form-urlencoded",
-        );
-        assert_eq!(status, 200, "CreateRole: {text}");
-    }
-
-    /// A signed call to moto, as any AWS client makes it.
-    fn signed(
-        &self,
-        service: &str,
-        method: &str,
-        path: &str,
-        body: &[u8],
-        content_type: &str,
-    ) -> (u16, String) {
-        let signer = Signer::new(
-            &Credentials::new("test", "test", None),
-            "us-east-1",
-            service,
-        );
-        let url = format!("{}{path}", self.url);
-        let signed = signer
-            .sign(method, &url, &[("content-type", content_type)], body)
-            .unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let mut headers = reqwest::header::HeaderMap::new();
-            headers.insert("content-type", content_type.parse().unwrap());
-            signed.apply_to(&mut headers);
-            let response = reqwest::Client::new()
-                .request(method.parse().unwrap(), &url)
-                .headers(headers)
-                .body(body.to_vec())
-                .send()
-                .await
-                .expect("moto answers");
-            let status = response.status().as_u16();
-            (status, response.text().await.unwrap())
-        })
-    }
-
-    /// GetFunction, straight from the API.
-    fn get_function(&self, name: &str) -> serde_json::Value {
-        let (status, text) = self.signed(
-            "lambda",
-            "GET",
-            &format!("/2015-03-31/functions/{name}"),
-            b"",
-            "application/json",
-        );
-        assert_eq!(status, 200, "GetFunction {name}: {text}");
-        serde_json::from_str(&text).unwrap()
-    }
-
-    /// The environment `ferry` gets: credentials for moto, and nothing of this machine's AWS
-    /// settings.
-    fn env(&self, home: &Path) -> Vec<(String, String)> {
-        vec![
-            ("AWS_ACCESS_KEY_ID".into(), "test".into()),
-            ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
-            ("AWS_REGION".into(), "us-east-1".into()),
-            ("AWS_ENDPOINT_URL_LAMBDA".into(), self.url.clone()),
-            ("HOME".into(), home.display().to_string()),
-        ]
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A copy of the built fixture that a test may change.
 fn fixture_copy() -> Scratch {
@@ -235,7 +96,7 @@ fn code_sha256(zip: &Path) -> String {
 #[test]
 fn deploy_creates_then_skips_then_updates() {
     let moto = Moto::start();
-    moto.create_role();
+    moto.create_role("ferry-test");
     let dir = fixture_copy();
     let home = Scratch::new("home");
     let env = moto.env(home.path());
@@ -475,7 +336,7 @@ fn policy(moto: &Moto, name: &str) -> Vec<serde_json::Value> {
 #[test]
 fn a_web_app_deploys_as_one_function_with_a_function_url() {
     let moto = Moto::start();
-    moto.create_role();
+    moto.create_role("ferry-test");
     let dir = web_fixture("lambda");
     let home = Scratch::new("home");
     let env = moto.env(home.path());
@@ -810,4 +671,80 @@ fn errors_name_what_is_missing_or_wrong() {
         "deploy to http",
     );
     assert!(stderr.contains("kubectl apply"), "{stderr}");
+}
+
+/// `ferry invoke` on deployed functions tells whose failure it was (issue #10): a function the
+/// platform does not know gets a hint naming `--app`, and moto's own failure (it runs functions
+/// in Docker, which is not here) is the platform's, not the function's.
+#[test]
+fn invoke_tells_the_platforms_failures_from_the_functions() {
+    let moto = Moto::start();
+    moto.create_role("ferry-test");
+    let dir = fixture_copy();
+    let home = Scratch::new("home");
+    let env = moto.env(home.path());
+    let dir_arg = dir.path().to_str().unwrap();
+    ok(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                dir_arg,
+                "--role",
+                ROLE,
+            ],
+            &env,
+        ),
+        "ferry deploy",
+    );
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("build.json")).unwrap())
+            .unwrap();
+    let program = info["binary"]
+        .as_str()
+        .expect("build.json names the binary");
+    let invoke = |extra: &[&str]| {
+        let mut args = vec![
+            "invoke",
+            "add",
+            "--backend",
+            "lambda",
+            "--program",
+            program,
+            "--data",
+            r#"{"a": 1, "b": 2}"#,
+        ];
+        args.extend_from_slice(extra);
+        ferry_env(&args, &env)
+    };
+
+    let unnamed = fails(&invoke(&[]), "ferry invoke without --app");
+    assert!(unnamed.contains("unknown function"), "{unnamed}");
+    assert!(
+        unnamed.contains("hint: `ferry deploy` names functions `<app>-<function>-<config hash>`")
+            && unnamed.contains("--app"),
+        "{unnamed}"
+    );
+
+    let unrun = fails(&invoke(&["--app", PROGRAM]), "ferry invoke on moto");
+    assert!(
+        unrun.contains("the platform could not run it: error running docker"),
+        "{unrun}"
+    );
+    assert!(
+        unrun.contains("hint: this is the platform's failure"),
+        "{unrun}"
+    );
+    assert!(!unrun.contains("returned an error"), "{unrun}");
+
+    let wrong_app = fails(
+        &invoke(&["--app", "elsewhere"]),
+        "ferry invoke of another app",
+    );
+    assert!(
+        wrong_app.contains("no function of app `elsewhere`"),
+        "{wrong_app}"
+    );
 }

@@ -1,8 +1,7 @@
 //! moto's server (PyPI `moto[server]`, which scripts/test.sh installs): a real implementation of
 //! the Lambda and IAM APIs on loopback, started by a test and killed when it ends.
 //!
-//! The same server `deploy_lambda.rs` starts; include it with
-//! `#[path = "common/moto.rs"] mod moto;`.
+//! Include it with `#[path = "common/moto.rs"] mod moto;`.
 
 #![allow(dead_code)]
 
@@ -141,6 +140,18 @@ impl Moto {
         );
         assert_eq!(status, 200, "GetFunction {name}: {text}");
         serde_json::from_str(&text).unwrap()
+    }
+
+    /// The environment `ferry` gets: credentials for moto, and nothing of this machine's AWS
+    /// settings (`home` stands in for `~`, so no `~/.aws` is read).
+    pub fn env(&self, home: &std::path::Path) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID".into(), "test".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+            ("AWS_ENDPOINT_URL_LAMBDA".into(), self.url.clone()),
+            ("HOME".into(), home.display().to_string()),
+        ]
     }
 
     /// ListFunctions: the configuration of every function in `region`.
