@@ -100,35 +100,21 @@ impl Drop for Scratch {
 /// build and the packages small; the build is static, as by default.
 pub fn fixture(platforms: &'static str) -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("fixture-{}", platforms.replace(',', "-")));
-        let output = ferry(&[
-            "build",
-            "--platform",
-            platforms,
-            "-p",
-            "ferry-tests",
-            "--bin",
-            "ferry-fixture",
-            "--profile",
-            "dev",
-            "--strip",
-            "--dir",
-            dir.to_str().unwrap(),
-        ]);
-        ok(&output, "ferry build of the fixture");
-        dir
-    })
+    built_once(&BUILT, "ferry-fixture", platforms)
 }
 
 /// The web fixture (`ferry-tests`' `web-fixture`: an axum router served by `ferry::web::serve`
 /// whose handlers call the fixture functions), built like [`fixture`], once per test binary.
 pub fn web_fixture(platforms: &'static str) -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
+    built_once(&BUILT, "web-fixture", platforms)
+}
+
+/// `ferry-tests`' binary `bin` built for `platforms` the first time `built` is asked.
+fn built_once(built: &'static OnceLock<PathBuf>, bin: &str, platforms: &str) -> &'static Path {
+    built.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("web-fixture-{}", platforms.replace(',', "-")));
+            .join(format!("{bin}-{}", platforms.replace(',', "-")));
         let output = ferry(&[
             "build",
             "--platform",
@@ -136,14 +122,14 @@ pub fn web_fixture(platforms: &'static str) -> &'static Path {
             "-p",
             "ferry-tests",
             "--bin",
-            "web-fixture",
+            bin,
             "--profile",
             "dev",
             "--strip",
             "--dir",
             dir.to_str().unwrap(),
         ]);
-        ok(&output, "ferry build of the web fixture");
+        ok(&output, &format!("ferry build of `{bin}`"));
         dir
     })
 }
