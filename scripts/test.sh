@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The suite builds the workspace, trybuild's copy of it, generated crates and release fixtures:
+# without debug info and incremental caches that is a third of the disk (CI machines have little).
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=0
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
