@@ -236,15 +236,18 @@ pub fn shout(text: String) -> String {
     text
 }
 
-/// The platform's view of this activation: its metadata, and the exported `__OW_ACTIVATION_ID`.
+/// The platform's view of this activation: its metadata, and whichever of the per-activation
+/// variables (`__OW_ACTIVATION_ID`, `_X_AMZN_TRACE_ID`) the process environment holds.
 #[ferry::function(concurrency = 8)]
 pub fn activation(ctx: &Context) -> std::collections::BTreeMap<String, String> {
     let mut seen = ctx
         .invocation()
         .map(|i| i.metadata.clone())
         .unwrap_or_default();
-    if let Ok(id) = std::env::var("__OW_ACTIVATION_ID") {
-        seen.insert("env:__OW_ACTIVATION_ID".to_owned(), id);
+    for variable in ["__OW_ACTIVATION_ID", "_X_AMZN_TRACE_ID"] {
+        if let Ok(value) = std::env::var(variable) {
+            seen.insert(format!("env:{variable}"), value);
+        }
     }
     seen
 }

@@ -8,7 +8,7 @@ use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -124,7 +124,7 @@ fn acknowledges_then_answers_each_activation_on_fd_3() {
 }
 
 #[test]
-fn no_ack_unless_asked_and_the_context_is_exported() {
+fn no_ack_unless_asked_and_the_context_is_metadata_not_environment() {
     // The role is given explicitly here; `FERRY_FUNCTION` picks the function.
     let mut exec = Exec::start(&[
         ("FERRY_ROLE", "actionloop"),
@@ -133,7 +133,7 @@ fn no_ack_unless_asked_and_the_context_is_exported() {
     let answer =
         exec.activate(json!({"value": {}, "activation_id": "act-9", "namespace": "guest"}));
     assert_eq!(answer["__OW_ACTIVATION_ID"], "act-9", "{answer}");
-    assert_eq!(answer["env:__OW_ACTIVATION_ID"], "act-9", "{answer}");
+    assert!(answer.get("env:__OW_ACTIVATION_ID").is_none(), "{answer}");
 }
 
 #[test]
@@ -239,4 +239,24 @@ fn a_web_program_serves_its_router_and_its_functions() {
         ),
         json!({"result": 3})
     );
+}
+
+#[test]
+fn a_stuck_sync_body_retires_the_executable() {
+    let mut exec = Exec::start(&[("FERRY_ROLE", "actionloop")]);
+    let answer = exec.activate(json!({"value": {}, "action_name": "/guest/spin_forever"}));
+    assert_eq!(answer["ferry"]["kind"], "timeout", "{answer}");
+    // It answers, then exits rather than serve on with a thread it cannot stop.
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = exec.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the executable kept running with a stuck thread"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(2));
 }

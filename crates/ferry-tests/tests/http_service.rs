@@ -434,3 +434,54 @@ mod backend {
         assert!(error.to_string().contains("bearer token"), "{error}");
     }
 }
+
+#[tokio::test]
+async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exits() {
+    let mut service = Service::start(&[]);
+    let held = {
+        let request = service
+            .http
+            .post(format!("{}/functions/sleep_async", service.base))
+            .header("content-type", "application/json")
+            .body(r#"{"ms": 250}"#)
+            .send();
+        tokio::spawn(request)
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (status, kind, error) = service.failure("spin_forever", "").await;
+    assert_eq!((status, kind.as_str()), (504, "timeout"), "{error}");
+    // The spinning thread cannot be stopped: the service takes no more work and says so.
+    match service
+        .http
+        .post(format!("{}/functions/add", service.base))
+        .body(r#"{"a": 1, "b": 2}"#)
+        .send()
+        .await
+    {
+        Ok(response) => {
+            assert_eq!(response.status(), 503);
+            assert_eq!(response.headers()["x-ferry-error"], "unavailable");
+        }
+        Err(refused) => assert!(refused.is_connect() || refused.is_request(), "{refused}"),
+    }
+    // What it held still completes.
+    let held = held.await.unwrap().expect("the held call is answered");
+    assert_eq!(held.status(), 200);
+    assert_eq!(held.text().await.unwrap(), "250");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = service.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the service kept running with a stuck thread"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "the platform sees a failed instance"
+    );
+}

@@ -169,3 +169,124 @@ async fn panics_and_timeouts_are_errors_and_the_loop_goes_on() {
     // The same warm loop serves the next invocation.
     assert_eq!(emulator.invoke(&json!({"ms": 5})).await.2, "5");
 }
+
+#[tokio::test]
+async fn invocation_context_is_metadata_and_never_process_environment() {
+    let emulator = Emulator::start();
+    let _runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "activation", &[]);
+    let mut traces = Vec::new();
+    for _ in 0..2 {
+        let (status, _, body) = emulator.invoke(&json!({})).await;
+        assert_eq!(status, 200, "{body}");
+        let seen: Value = serde_json::from_str(&body).unwrap();
+        assert!(
+            seen.get("env:_X_AMZN_TRACE_ID").is_none(),
+            "a per-invocation variable reached the process environment: {seen}"
+        );
+        traces.push(seen["_X_AMZN_TRACE_ID"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(traces[0], traces[1]);
+}
+
+/// cargo-lambda's emulator invents a trace id for every invocation, so an invocation without
+/// one comes from a scripted Runtime API on loopback: two events, the first traced.
+#[tokio::test]
+async fn an_invocation_without_a_trace_id_does_not_inherit_the_previous_one() {
+    use axum::extract::{Path, State};
+    use axum::http::HeaderMap;
+    use std::sync::{Arc, Mutex};
+
+    type Script = Arc<Mutex<Vec<(&'static str, Option<&'static str>)>>>;
+    let script: Script = Arc::new(Mutex::new(vec![
+        ("second", None),
+        (
+            "first",
+            Some("Root=1-00000001-000000000000000000000001;Sampled=1"),
+        ),
+    ]));
+    let (responses, mut answered) = tokio::sync::mpsc::unbounded_channel::<(String, Value)>();
+    let next = |State(script): State<Script>| async move {
+        let Some((id, trace)) = script.lock().unwrap().pop() else {
+            return std::future::pending().await;
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert("lambda-runtime-aws-request-id", id.parse().unwrap());
+        headers.insert("lambda-runtime-deadline-ms", "600000".parse().unwrap());
+        if let Some(trace) = trace {
+            headers.insert("lambda-runtime-trace-id", trace.parse().unwrap());
+        }
+        (headers, "{}")
+    };
+    let respond = move |Path(id): Path<String>, body: axum::body::Bytes| async move {
+        let _ = responses.send((id, serde_json::from_slice(&body).unwrap()));
+        axum::http::StatusCode::ACCEPTED
+    };
+    let api = axum::Router::new()
+        .route(
+            "/2018-06-01/runtime/invocation/next",
+            axum::routing::get(next),
+        )
+        .route(
+            "/2018-06-01/runtime/invocation/{id}/response",
+            axum::routing::post(respond),
+        )
+        .with_state(script);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, api).await });
+
+    let _runtime = common::Bootstrap(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
+            .env_remove("FERRY_ROLE")
+            .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
+            .env("_HANDLER", "activation")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut seen = std::collections::BTreeMap::new();
+    while seen.len() < 2 {
+        let (id, body) = tokio::time::timeout(Duration::from_secs(30), answered.recv())
+            .await
+            .expect("the runtime answered")
+            .unwrap();
+        seen.insert(id, body);
+    }
+    assert_eq!(
+        seen["first"]["_X_AMZN_TRACE_ID"],
+        "Root=1-00000001-000000000000000000000001;Sampled=1"
+    );
+    assert!(
+        seen["second"].get("_X_AMZN_TRACE_ID").is_none()
+            && seen["second"].get("env:_X_AMZN_TRACE_ID").is_none(),
+        "the untraced invocation inherited a trace id: {}",
+        seen["second"]
+    );
+}
+
+#[tokio::test]
+async fn a_stuck_sync_body_retires_the_runtime_so_lambda_replaces_it() {
+    let emulator = Emulator::start();
+    let mut runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "spin_forever", &[]);
+    let (_, _, body) = emulator.invoke(&json!({})).await;
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["errorType"], "ferry.Timeout", "{body}");
+    // Its thread spins on; the runtime stops polling and exits, rather than serving on with a
+    // core lost to each stuck invocation.
+    let exited = Instant::now();
+    let status = loop {
+        if let Some(status) = runtime.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            exited.elapsed() < Duration::from_secs(10),
+            "the runtime kept serving with a stuck thread"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(2));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(runtime.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("retired"), "{stderr}");
+}

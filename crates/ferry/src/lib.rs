@@ -46,6 +46,7 @@ pub mod naming;
 mod progress;
 mod registry;
 mod run;
+mod runtime;
 mod serve;
 pub mod shared;
 pub mod state;

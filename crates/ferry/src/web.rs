@@ -115,6 +115,10 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Context {
         parts: &mut axum::http::request::Parts,
         _state: &S,
     ) -> Result<Self, Self::Rejection> {
+        // A web action activation's own context (with its metadata) comes first.
+        if let Some(ActivationContext(ctx)) = parts.extensions.get::<ActivationContext>() {
+            return Ok(ctx.clone());
+        }
         parts.extensions.get::<Context>().cloned().ok_or((
             StatusCode::INTERNAL_SERVER_ERROR,
             "no ferry::Context here: serve the router with `ferry::web::serve`",
@@ -481,24 +485,29 @@ pub(crate) fn serve_deployed(role: Role, router: Router) -> ExitCode {
 /// whose action is one of its functions (or any activation, with `FERRY_FUNCTION` set) runs that
 /// function; any other is a web action activation of `router`.
 fn serve_actionloop(registry: &'static Registry, router: Router) -> ExitCode {
-    let function_action = std::env::var("FERRY_FUNCTION").is_ok_and(|f| !f.is_empty());
-    crate::serve::actionloop::serve_lines(move |ctx| {
-        let router = router.layer(axum::Extension(ctx.clone()));
+    let function_action = std::env::var(crate::runtime::FUNCTION_VAR).is_ok_and(|f| !f.is_empty());
+    crate::serve::actionloop::serve_lines(registry, move |runtime| {
+        let router = router.layer(axum::Extension(runtime.context().clone()));
         move |line: String| {
-            let (router, ctx) = (router.clone(), ctx.clone());
+            let (router, runtime) = (router.clone(), runtime.clone());
             async move {
                 match serde_json::from_str::<Value>(&line) {
                     Ok(Value::Object(body))
                         if !function_action && !names_function(registry, &body) =>
                     {
-                        web_activation(&router, body).await
+                        web_activation(&router, runtime.context(), body).await
                     }
-                    _ => crate::serve::actionloop::activate(registry, &ctx, &line).await,
+                    _ => crate::serve::actionloop::activate(&runtime, &line).await,
                 }
             }
         }
     })
 }
+
+/// The context a handler gets during one web action activation: the app's context with the
+/// activation's metadata as its [`crate::Invocation`].
+#[derive(Clone)]
+struct ActivationContext(Context);
 
 /// Whether an activation's `action_name` (its last segment) is a function of the program.
 fn names_function(registry: &'static Registry, body: &Map<String, Value>) -> bool {
@@ -509,9 +518,9 @@ fn names_function(registry: &'static Registry, body: &Map<String, Value>) -> boo
 }
 
 /// One web action activation (`{"value": {__ow_…}, "action_name": …}`): the activation context
-/// is exported as `__OW_<KEY>` (the proxy runs one activation at a time), the request runs
+/// reaches handlers as their `ctx`'s invocation metadata (`__OW_<KEY>`), the request runs
 /// through the router, and its response is the activation's `{statusCode, headers, body}`.
-async fn web_activation(router: &Router, mut body: Map<String, Value>) -> Value {
+async fn web_activation(router: &Router, ctx: &Context, mut body: Map<String, Value>) -> Value {
     let value = body.remove("value").unwrap_or(Value::Null);
     let metadata: BTreeMap<String, String> = body
         .into_iter()
@@ -523,9 +532,30 @@ async fn web_activation(router: &Router, mut body: Map<String, Value>) -> Value 
             (format!("__OW_{}", key.to_uppercase()), text)
         })
         .collect();
-    crate::serve::openwhisk::export(&metadata);
+    let deadline = metadata
+        .get("__OW_DEADLINE")
+        .and_then(|d| d.parse::<u64>().ok())
+        .map_or(std::time::Duration::from_secs(24 * 3600), |deadline_ms| {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_millis() as u64;
+            std::time::Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+        });
+    let activation = ctx.for_invocation(crate::Invocation {
+        function: metadata
+            .get("__OW_ACTION_NAME")
+            .cloned()
+            .unwrap_or_default(),
+        id: crate::wire::InvocationId::next(),
+        deadline: std::time::Instant::now() + deadline,
+        metadata,
+    });
     match web_action_request(&value) {
-        Ok(request) => {
+        Ok(mut request) => {
+            request
+                .extensions_mut()
+                .insert(ActivationContext(activation));
             let (status, headers, body) = handle(router, request).await;
             web_action_response(status, &headers, &body)
         }

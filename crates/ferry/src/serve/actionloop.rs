@@ -4,9 +4,12 @@
 //! - then one JSON line per activation on stdin (`{"value": {...}, "action_name", ...}`), and one
 //!   result line on fd 3, written after the function's stdout and stderr are flushed: an object
 //!   output as it is, any other output as `{"result": output}`, a failure as `{"error": message}`;
-//! - the other keys of each line are exported as `__OW_<KEY>` and become invocation metadata;
-//! - the function is the one named by the activation's `action_name` (last segment), else by
-//!   `FERRY_FUNCTION`, else the program's only function;
+//! - the other keys of each line become the invocation's `__OW_<KEY>` metadata
+//!   ([`crate::Invocation::metadata`]), not process environment;
+//! - the function is chosen by the runtime's one rule ([`crate::runtime`]): `FERRY_FUNCTION`,
+//!   else the activation's `action_name` (last segment), else the program's only function;
+//! - a sync body that overruns its timeout retires the executable: it answers that activation,
+//!   then exits with status 2 so the proxy's container is replaced;
 //! - nothing depends on `PATH` or any inherited variable: the proxy gives an almost empty
 //!   environment. The proxy itself writes the sentinels and runs one activation at a time.
 
@@ -15,11 +18,12 @@ use std::io::{BufRead, BufWriter, Write};
 use std::os::fd::FromRawFd;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
-use crate::backend::Placement;
-use crate::registry::Registration;
-use crate::{Context, Registry};
+use crate::Registry;
+use crate::runtime::Runtime;
 
 /// The proxy's result pipe.
 const RESULT_FD: i32 = 3;
@@ -40,19 +44,23 @@ fn fd_is_pipe(fd: i32) -> bool {
 }
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    serve_lines(|ctx| {
+    serve_lines(registry, |runtime| {
         move |line: String| {
-            let ctx = ctx.clone();
-            async move { activate(registry, &ctx, &line).await }
+            let runtime = runtime.clone();
+            async move { activate(&runtime, &line).await }
         }
     })
 }
 
 /// The ActionLoop protocol around `handler`: checks fd 3, acknowledges when asked, builds the
-/// worker context, then answers every stdin line with the JSON value `handler(ctx)` makes of it,
-/// one line on fd 3 after the activation's stdout and stderr are flushed. Shared by the
-/// functions ([`serve`]) and a web app's router ([`crate::web`]).
-pub(crate) fn serve_lines<H, F>(handler: impl FnOnce(Context) -> H) -> ExitCode
+/// worker runtime, then answers every stdin line with the JSON value `handler(runtime)` makes of
+/// it, one line on fd 3 after the activation's stdout and stderr are flushed, until stdin ends or
+/// the runtime retires. Shared by the functions ([`serve`]) and a web app's router
+/// ([`crate::web`]).
+pub(crate) fn serve_lines<H, F>(
+    registry: &'static Registry,
+    handler: impl FnOnce(Arc<Runtime>) -> H,
+) -> ExitCode
 where
     H: FnMut(String) -> F,
     F: std::future::Future<Output = Value>,
@@ -76,14 +84,14 @@ where
     {
         return ExitCode::from(2);
     }
-    let ctx = match super::worker_context() {
-        Ok(ctx) => ctx,
+    let pipeline = match super::worker_context() {
+        Ok(ctx) => Arc::new(Runtime::new(registry, ctx)),
         Err(error) => {
             eprintln!("error: {error}");
             return ExitCode::from(2);
         }
     };
-    let mut handler = handler(ctx);
+    let mut handler = handler(pipeline.clone());
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -97,6 +105,12 @@ where
         if answer(&mut results, &result).is_err() {
             return ExitCode::from(2);
         }
+        if let Some(reason) = pipeline.retired_because() {
+            eprintln!("error: actionloop executable retired: {reason}");
+            // The stuck thread would keep the runtime from shutting down: leave it behind.
+            runtime.shutdown_background();
+            return ExitCode::from(2);
+        }
     }
     ExitCode::SUCCESS
 }
@@ -107,8 +121,8 @@ fn answer(results: &mut BufWriter<File>, value: &Value) -> std::io::Result<()> {
     results.flush()
 }
 
-/// Runs the function activation `line` names (see [`pick_function`]) and returns its answer.
-pub(crate) async fn activate(registry: &'static Registry, ctx: &Context, line: &str) -> Value {
+/// Runs the function activation `line` names (see [`Runtime::choose`]) and returns its answer.
+pub(crate) async fn activate(runtime: &Runtime, line: &str) -> Value {
     let body: Map<String, Value> = match serde_json::from_str(line) {
         Ok(Value::Object(body)) => body,
         Ok(_) => return json!({ "error": "the activation must be a JSON object" }),
@@ -118,9 +132,12 @@ pub(crate) async fn activate(registry: &'static Registry, ctx: &Context, line: &
         .get("action_name")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let registration = match pick_function(registry, action_name.as_ref()) {
+    let registration = match runtime.choose(&[(
+        "the activation's `action_name`",
+        action_name.as_deref().unwrap_or_default(),
+    )]) {
         Ok(registration) => registration,
-        Err(message) => return json!({ "error": message }),
+        Err(error) => return json!({ "error": error.to_string() }),
     };
     let (arguments, envelope) =
         match super::openwhisk::activation_envelope(registration.descriptor().id, body) {
@@ -130,48 +147,16 @@ pub(crate) async fn activate(registry: &'static Registry, ctx: &Context, line: &
                 return super::openwhisk::error_result(&failure);
             }
         };
-    // The proxy runs one activation at a time: the context can be exported.
-    super::openwhisk::export(&envelope.metadata);
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
-    let (result, _) = crate::backend::execute(
-        ctx,
-        registration,
-        &envelope,
-        payload.into(),
-        Placement::Here,
-    )
-    .await;
-    let result = crate::flow::forward(ctx, &envelope, result).await;
-    match result {
+    match runtime
+        .invoke(registration, &envelope, payload.into())
+        .await
+    {
         Ok(output) => match serde_json::from_slice::<Value>(&output) {
             Ok(Value::Object(object)) => Value::Object(object),
             Ok(other) => json!({ "result": other }),
             Err(e) => json!({ "error": format!("the output is not json: {e}") }),
         },
         Err(failure) => super::openwhisk::error_result(&failure),
-    }
-}
-
-/// The function an activation names: `action_name`'s last segment, else `FERRY_FUNCTION`, else
-/// the program's only function.
-fn pick_function(
-    registry: &'static Registry,
-    action_name: Option<&String>,
-) -> Result<&'static Registration, String> {
-    if let Some(name) = action_name.and_then(|n| n.rsplit('/').next()) {
-        if let Ok(registration) = registry.lookup(name) {
-            return Ok(registration);
-        }
-    }
-    if let Ok(function) = std::env::var("FERRY_FUNCTION") {
-        return registry.lookup(&function).map_err(|e| e.to_string());
-    }
-    let mut all = registry.iter();
-    match (all.next(), all.next()) {
-        (Some(only), None) => Ok(only),
-        _ => Err(
-            "cannot tell which function to run: name the action after one, or set FERRY_FUNCTION in the action's environment"
-                .to_owned(),
-        ),
     }
 }

@@ -13,6 +13,9 @@
 //! - With `FERRY_AUTH_TOKEN` set, function routes need `Authorization: Bearer <token>`.
 //! - SIGTERM stops accepting connections, lets in-flight invocations finish, then exits.
 //! - Each function runs at most its `concurrency` invocations at once; more wait their turn.
+//! - A sync body that overruns its timeout retires the service (see [`crate::runtime`]): new
+//!   calls get 503, `/readyz` answers 503, and once in-flight calls finish the process exits
+//!   with status 2, so the platform starts a fresh instance instead of piling up stuck threads.
 //! - An `x-ferry-flow` header makes the invocation a stage of a chained flow: after the body, the
 //!   service invokes the next stage itself and answers with what the last stage returned.
 //! - Functions invoke functions in this service, or over HTTP at other services when
@@ -24,7 +27,6 @@
 //!   `PUT /blobs/{id}` (same token and body limit; 400 unless the body hashes to the id) and
 //!   sends the request again.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -35,11 +37,10 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use tokio::sync::Semaphore;
 
-use crate::backend::Placement;
+use crate::runtime::Runtime;
 use crate::wire::Envelope;
-use crate::{Codec, Context, Error, ErrorKind, Registry};
+use crate::{Codec, Error, ErrorKind, Registry};
 
 /// Carries a chained flow's route ([`crate::wire::FlowRoute`] as JSON) to a stage.
 pub(crate) const FLOW_HEADER: &str = "x-ferry-flow";
@@ -82,39 +83,37 @@ impl Settings {
 }
 
 struct Service {
-    registry: &'static Registry,
-    ctx: Context,
+    runtime: Runtime,
     token: Option<String>,
     max_body: usize,
     draining: AtomicBool,
-    slots: HashMap<&'static str, Semaphore>,
 }
 
 async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::Result<()> {
     let listener = super::bind(settings.address)?;
     super::announce(&listener)?;
+    let ctx = super::worker_context().map_err(|e| std::io::Error::other(e.to_string()))?;
     let service = Arc::new(Service {
-        registry,
-        ctx: super::worker_context().map_err(|e| std::io::Error::other(e.to_string()))?,
+        runtime: Runtime::new(registry, ctx),
         token: settings.token,
         max_body: settings.max_body,
         draining: AtomicBool::new(false),
-        slots: registry
-            .iter()
-            .map(|r| {
-                let d = r.descriptor();
-                (d.id, Semaphore::new(d.config.concurrency.max(1) as usize))
-            })
-            .collect(),
     });
     let draining = service.clone();
-    axum::serve(listener, router(service))
+    axum::serve(listener, router(service.clone()))
         .with_graceful_shutdown(async move {
-            super::shutdown_signal().await;
+            tokio::select! {
+                () = super::shutdown_signal() => {}
+                () = draining.runtime.retired() => {}
+            }
             draining.draining.store(true, Ordering::Release);
             tracing::info!("draining: no new connections, finishing in-flight invocations");
         })
-        .await
+        .await?;
+    match service.runtime.retired_because() {
+        Some(reason) => Err(std::io::Error::other(format!("retired: {reason}"))),
+        None => Ok(()),
+    }
 }
 
 fn router(service: Arc<Service>) -> Router {
@@ -136,7 +135,7 @@ async fn healthy() -> StatusCode {
 }
 
 async fn ready(State(service): State<Arc<Service>>) -> StatusCode {
-    if service.draining.load(Ordering::Acquire) {
+    if service.draining.load(Ordering::Acquire) || service.runtime.retired_because().is_some() {
         StatusCode::SERVICE_UNAVAILABLE
     } else {
         StatusCode::OK
@@ -173,7 +172,13 @@ async fn invoke(
             return failure(StatusCode::PAYLOAD_TOO_LARGE, &error);
         }
     };
-    let registration = match service.registry.lookup(&function) {
+    if let Err(error) = service.runtime.admit() {
+        return failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &error.in_function(&function),
+        );
+    }
+    let registration = match service.runtime.registry().lookup(&function) {
         Ok(registration) => registration,
         Err(error) => return failure(status_of(&error), &error),
     };
@@ -198,15 +203,7 @@ async fn invoke(
         Ok(pins) => pins,
         Err(error) => return failure(status_of(&error), &error.in_function(descriptor.id)),
     };
-    let slot = match service.slots.get(descriptor.id) {
-        Some(slots) => slots.acquire().await.ok(),
-        None => None,
-    };
-    let (result, _) =
-        crate::backend::execute(&service.ctx, registration, &envelope, body, Placement::Here).await;
-    drop(slot);
-    let result = crate::flow::forward(&service.ctx, &envelope, result).await;
-    match result {
+    match service.runtime.invoke(registration, &envelope, body).await {
         Ok(output) => {
             let mut response = (StatusCode::OK, output).into_response();
             response.headers_mut().insert(

@@ -1,14 +1,18 @@
 //! AWS Lambda custom runtime: the program's binary is `bootstrap` (`FERRY_ROLE=lambda`, or
 //! recognised by `AWS_LAMBDA_RUNTIME_API` being set).
 //!
-//! - `_HANDLER` names the function (id or name; the only function when empty). An unknown
-//!   handler is reported on `/runtime/init/error` and the runtime exits.
+//! - The function is chosen by the runtime's one rule ([`crate::runtime`]): `FERRY_FUNCTION`,
+//!   else `_HANDLER` (id or name), else the program's only function. A handler that names none
+//!   of several functions is reported on `/runtime/init/error` and the runtime exits.
 //! - The loop over `/runtime/invocation/next` stays warm; `AWS_LAMBDA_MAX_CONCURRENCY` > 1 runs
 //!   that many loops at once (Lambda Managed Instances), at most the function's `concurrency`.
 //! - The event is the function's arguments as JSON (`null` or empty for none). The request id,
-//!   deadline, function ARN and trace id come from the headers; the trace id is exported as
-//!   `_X_AMZN_TRACE_ID` when loops cannot overlap, and all of them reach the function as
-//!   invocation metadata.
+//!   deadline, function ARN and trace id come from the headers and reach the function as its
+//!   invocation's metadata (`aws_request_id`, `invoked_function_arn`, `_X_AMZN_TRACE_ID`, absent
+//!   when the invocation has none). Nothing is exported to the process environment per
+//!   invocation: loops may overlap, and a variable would outlive its invocation.
+//! - A sync body that overruns its timeout retires the runtime: its error is posted, the loops
+//!   stop taking invocations, and the process exits with status 2 so Lambda starts a fresh one.
 //! - The output goes to `/response`; a failure to `/error` as `{"errorMessage", "errorType",
 //!   "stackTrace": [], "ferry": <the ferry error>}` with `Lambda-Runtime-Function-Error-Type`.
 //!   An output over Lambda's 6 MB response limit becomes a `Function.ResponseSizeTooLarge`
@@ -18,13 +22,15 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::json;
 
-use crate::backend::Placement;
 use crate::registry::Registration;
+use crate::runtime::Runtime;
 use crate::wire::Envelope;
-use crate::{Codec, Context, Error, ErrorKind, Registry};
+use crate::{Codec, Error, ErrorKind, Registry};
 
 /// Lambda's limit on a synchronous response.
 pub(crate) const MAX_RESPONSE: usize = 6 * 1024 * 1024;
@@ -47,7 +53,9 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
     let client = api_client()?;
     let handler = std::env::var("_HANDLER").unwrap_or_default();
-    let registration = match pick_handler(registry, &handler) {
+    let ctx = super::worker_context().map_err(|e| e.to_string())?;
+    let runtime = Arc::new(Runtime::new(registry, ctx));
+    let registration = match runtime.choose(&[("`_HANDLER`", &handler)]) {
         Ok(registration) => registration,
         Err(error) => {
             let body = json!({
@@ -78,49 +86,34 @@ async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
         loops,
         "lambda runtime ready"
     );
-    let ctx = super::worker_context().map_err(|e| e.to_string())?;
     let mut tasks = Vec::new();
     for _ in 0..loops {
-        let (client, base, ctx) = (client.clone(), base.clone(), ctx.clone());
+        let (client, base, runtime) = (client.clone(), base.clone(), runtime.clone());
         tasks.push(tokio::spawn(async move {
-            serve_invocations(&client, &base, &ctx, registration, loops == 1).await
+            serve_invocations(&client, &base, &runtime, registration).await
         }));
     }
     for task in tasks {
         task.await.map_err(|e| e.to_string())??;
     }
-    Ok(())
-}
-
-fn pick_handler(
-    registry: &'static Registry,
-    handler: &str,
-) -> Result<&'static Registration, Error> {
-    // `bootstrap`-style handlers (`bootstrap`, `hello.handler`) name nothing ferry knows: fall
-    // back to the only function.
-    if let Ok(registration) = registry.lookup(handler) {
-        return Ok(registration);
-    }
-    let mut all = registry.iter();
-    match (all.next(), all.next()) {
-        (Some(only), None) => Ok(only),
-        _ => registry.lookup(handler).map_err(|e| {
-            Error::config(format!(
-                "`_HANDLER` must name one of this program's functions ({e})"
-            ))
-        }),
+    match runtime.retired_because() {
+        Some(reason) => Err(format!("retired: {reason}")),
+        None => Ok(()),
     }
 }
 
 async fn serve_invocations(
     client: &reqwest::Client,
     base: &str,
-    ctx: &Context,
+    runtime: &Runtime,
     registration: &'static Registration,
-    alone: bool,
 ) -> Result<(), String> {
     loop {
-        let invocation = next_invocation(client, base).await?;
+        // A retired runtime stops polling: the loops end and the process exits.
+        let invocation = tokio::select! {
+            next = next_invocation(client, base) => next?,
+            () = runtime.retired() => return Ok(()),
+        };
         let mut envelope = Envelope::new(registration.descriptor().id, Codec::Json);
         envelope.deadline_ms = invocation.deadline_ms;
         envelope.trace = invocation.trace.clone();
@@ -136,11 +129,6 @@ async fn serve_invocations(
             envelope
                 .metadata
                 .insert("_X_AMZN_TRACE_ID".to_owned(), trace.clone());
-            if alone {
-                // SAFETY: with one loop no invocation runs concurrently, and ferry's own threads
-                // do not read the environment; the Lambda contract asks for this variable.
-                unsafe { std::env::set_var("_X_AMZN_TRACE_ID", trace) };
-            }
         }
         let event = if invocation.event.trim_ascii() == b"null" {
             Bytes::new()
@@ -151,10 +139,7 @@ async fn serve_invocations(
         let result = match flow {
             Ok(flow) => {
                 envelope.flow = flow;
-                let (result, _) =
-                    crate::backend::execute(ctx, registration, &envelope, event, Placement::Here)
-                        .await;
-                crate::flow::forward(ctx, &envelope, result).await
+                runtime.invoke(registration, &envelope, event).await
             }
             Err(failure) => Err(failure),
         };

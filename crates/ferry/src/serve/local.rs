@@ -14,10 +14,11 @@ use bytes::Bytes;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::io::BufReader;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::local::protocol::{self, Frame};
-use crate::backend::{Backend, BackendStats, Overrun, Placement};
+use crate::backend::{Backend, BackendStats};
+use crate::runtime::Runtime;
 use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{BackendKind, Context, Error, Registry, Result};
@@ -85,7 +86,9 @@ async fn serve_socket(
         blob_fetches: AtomicU64::new(0),
     });
     let ctx = Context::with_backend(Backend::Parent(parent.clone()));
-    let slots = Arc::new(Slots::default());
+    let runtime = Arc::new(Runtime::new(registry, ctx));
+    // The platform stops sending here once told; the work already sent still runs.
+    let retire_sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let _ = frames.send(protocol::hello(std::process::id()));
 
     let mut reader = BufReader::with_capacity(64 * 1024, read);
@@ -97,28 +100,24 @@ async fn serve_socket(
                 payload,
             }) => {
                 let frames = frames.clone();
-                let ctx = ctx.clone();
-                let slots = slots.clone();
+                let runtime = runtime.clone();
+                let retire_sent = retire_sent.clone();
                 tokio::spawn(async move {
                     // Arguments are decoded and outputs encoded outside the body's own guard, by
                     // the user's serde impls: a panic there still gets an answer.
-                    let (result, overrun) =
-                        AssertUnwindSafe(run_one(registry, &slots, &ctx, &envelope, payload))
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|payload| {
-                                let message = crate::error::panic_message(&*payload);
-                                let error = Error::panic(message).in_function(&envelope.function);
-                                (Err(error), Overrun::No)
-                            });
+                    let result = AssertUnwindSafe(run_one(&runtime, &envelope, payload))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = crate::error::panic_message(&*payload);
+                            Err(Error::panic(message).in_function(&envelope.function))
+                        });
                     // Retire first: the platform must stop sending here before the caller,
                     // woken by the response, sends its next call.
-                    if overrun == Overrun::StuckThread {
-                        let reason = format!(
-                            "`{}` overran its timeout on a thread that cannot be stopped",
-                            envelope.function
-                        );
-                        let _ = frames.send(protocol::retire(&reason));
+                    if let Some(reason) = runtime.retired_because() {
+                        if !retire_sent.swap(true, Ordering::AcqRel) {
+                            let _ = frames.send(protocol::retire(reason));
+                        }
                     }
                     let _ = frames.send(protocol::response(id, &result));
                 });
@@ -141,58 +140,21 @@ async fn serve_socket(
     Ok(())
 }
 
-async fn run_one(
-    registry: &'static Registry,
-    slots: &Slots,
-    ctx: &Context,
-    envelope: &Envelope,
-    payload: Bytes,
-) -> (Result<Vec<u8>>, Overrun) {
-    let registration = match registry.lookup(&envelope.function) {
-        Ok(registration) => registration,
-        Err(error) => return (Err(error), Overrun::No),
-    };
+async fn run_one(runtime: &Runtime, envelope: &Envelope, payload: Bytes) -> Result<Vec<u8>> {
+    let registration = runtime.registry().lookup(&envelope.function)?;
+    let ctx = runtime.context();
     // Shared values the arguments refer to by id are fetched from the platform, once per
     // worker, and held in the cache until the invocation ends.
     let fetch = |blob| match ctx.backend() {
         Backend::Parent(parent) => parent.fetch_blob(blob),
         _ => Box::pin(async move { Err(crate::shared::not_held(&blob)) }),
     };
-    let _blobs = match crate::shared::ensure(&envelope.blobs, fetch).await {
-        Ok(pins) => pins,
-        Err(error) => return (Err(error.in_function(&envelope.function)), Overrun::No),
-    };
-    // The platform may send work ahead (prefetch): it waits here for one of the function's slots,
-    // and its timeout starts when it runs.
-    let slot = slots.acquire(registration.descriptor()).await;
-    let (result, overrun) =
-        crate::backend::execute(ctx, registration, envelope, payload, Placement::Here).await;
-    drop(slot);
-    (crate::flow::forward(ctx, envelope, result).await, overrun)
-}
-
-/// Per-function concurrency of this worker: each function's `concurrency` runs at once.
-#[derive(Default)]
-struct Slots {
-    by_function: Mutex<HashMap<&'static str, Arc<Semaphore>>>,
-}
-
-impl Slots {
-    async fn acquire(
-        &self,
-        descriptor: &'static crate::FunctionDescriptor,
-    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        let semaphore = self
-            .by_function
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(descriptor.id)
-            .or_insert_with(|| {
-                Arc::new(Semaphore::new(descriptor.config.concurrency.max(1) as usize))
-            })
-            .clone();
-        semaphore.acquire_owned().await.ok()
-    }
+    let _blobs = crate::shared::ensure(&envelope.blobs, fetch)
+        .await
+        .map_err(|error| error.in_function(&envelope.function))?;
+    // The platform may send work ahead (prefetch): it waits in the runtime for one of the
+    // function's slots, and its timeout starts when it runs.
+    runtime.invoke(registration, envelope, payload).await
 }
 
 /// The backend of contexts inside a local worker: invocations go to the platform that started

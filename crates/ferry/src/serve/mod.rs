@@ -89,7 +89,7 @@ pub(crate) fn announce(listener: &tokio::net::TcpListener) -> std::io::Result<()
 
 /// Runs a server as a task on a fresh multi-thread runtime (so its work stays on runtime
 /// threads) and turns how it ended into the process's exit code: 0, or 2 with the error on
-/// stderr.
+/// stderr. Threads still running a timed-out sync body are left behind, not waited for.
 pub(crate) fn run_to_exit<F, E>(what: &str, server: F) -> std::process::ExitCode
 where
     F: std::future::Future<Output = Result<(), E>> + Send + 'static,
@@ -102,7 +102,10 @@ where
             return std::process::ExitCode::from(2);
         }
     };
-    match runtime.block_on(async move { tokio::spawn(server).await }) {
+    let outcome = runtime.block_on(async move { tokio::spawn(server).await });
+    // A sync body past its timeout may still hold a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
         Ok(Ok(())) => std::process::ExitCode::SUCCESS,
         Ok(Err(error)) => {
             eprintln!("error: {what}: {error}");

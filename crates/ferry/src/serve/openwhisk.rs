@@ -1,22 +1,26 @@
 //! The OpenWhisk Action Interface: `POST /init` and `POST /run` on `$PORT` (default 8080), so the
 //! program's binary is a native OpenWhisk runtime (`FERRY_ROLE=openwhisk`).
 //!
-//! - `/init` `{"value": {"name", "main", "code", "binary", "env"}}` picks the function: `main`
-//!   names it (id or name); the default `main` falls back to the action's own name, then to the
-//!   program's only function. `env` is exported. The code is this binary, so `code` is ignored.
-//!   A second `/init` is refused with 403, as the Go proxy does.
+//! - `/init` `{"value": {"name", "main", "code", "binary", "env"}}` picks the function by the
+//!   runtime's one rule ([`crate::runtime`]): `FERRY_FUNCTION`, else `main` (unless it is the
+//!   default `main`), else the action's own name, else the program's only function. `env` is
+//!   exported, once, before any function runs, and is what the functions' context is configured
+//!   from (`FERRY_BACKEND`, `__OW_API_KEY`…). The code is this binary, so `code` is ignored. A
+//!   second `/init` is refused with 403, as the Go proxy does.
 //! - `/run` decodes `value` as the function's parameters (absent or `{}` for none) and answers
 //!   200 with a JSON object: an object output as it is, any other output as
 //!   `{"result": output}`. A user error is 200 `{"error": message}` (an application error); bad
 //!   input 400 `{"error": …}`; a panic, timeout or other failure 502 `{"error": …}` (a developer
 //!   error). The other keys of the body (`activation_id`, `deadline`…) become the invocation's
-//!   `__OW_*` metadata and its deadline.
+//!   `__OW_*` metadata ([`crate::Invocation::metadata`]) and its deadline; they are not exported
+//!   to the process environment, which activations running side by side would share.
 //! - After every activation the sentinel line goes to stdout and to stderr.
 //! - With `__OW_ALLOW_CONCURRENT=true` (in the environment or in `/init`'s `env`), `/run` calls
 //!   overlap up to the function's `concurrency`; without it a `/run` that arrives while another
 //!   runs is refused with 403, as the Node.js runtime does.
+//! - A sync body that overruns its timeout retires the container: its activation gets its error,
+//!   later `/run`s get 503, and the server exits once in-flight activations finish.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -30,12 +34,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::post;
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
 
-use crate::backend::{Overrun, Placement};
 use crate::registry::Registration;
+use crate::runtime::Runtime;
 use crate::wire::Envelope;
-use crate::{Codec, Context, Error, ErrorKind, Registry};
+use crate::{Codec, Error, ErrorKind, Registry};
 
 /// The line OpenWhisk waits for on both streams after each activation.
 pub(crate) const ACTIVATION_SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
@@ -59,10 +62,25 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::Result<()> {
     let listener = super::bind(address)?;
     super::announce(&listener)?;
-    let ctx = super::worker_context().map_err(|e| std::io::Error::other(e.to_string()))?;
-    axum::serve(listener, router(registry, ctx))
-        .with_graceful_shutdown(super::shutdown_signal())
-        .await
+    let state = Arc::new(ActionState {
+        registry,
+        action: OnceLock::new(),
+        busy: AtomicBool::new(false),
+        initialized: tokio::sync::Notify::new(),
+    });
+    let stopping = state.clone();
+    axum::serve(listener, router(state.clone()))
+        .with_graceful_shutdown(async move {
+            tokio::select! {
+                () = super::shutdown_signal() => {}
+                () = stopping.retired() => {}
+            }
+        })
+        .await?;
+    match state.action.get().and_then(|a| a.runtime.retired_because()) {
+        Some(reason) => Err(std::io::Error::other(format!("retired: {reason}"))),
+        None => Ok(()),
+    }
 }
 
 struct ActionState {
@@ -70,24 +88,32 @@ struct ActionState {
     action: OnceLock<Action>,
     /// An activation is running (only tracked without intra-container concurrency).
     busy: AtomicBool,
-    /// Where the action's functions invoke functions: this container unless `FERRY_BACKEND`
-    /// says otherwise.
-    ctx: Context,
+    /// Wakes [`ActionState::retired`] once `/init` has made the action.
+    initialized: tokio::sync::Notify,
+}
+
+impl ActionState {
+    /// Resolves once the initialized action's runtime retires.
+    async fn retired(&self) {
+        loop {
+            let initialized = self.initialized.notified();
+            if let Some(action) = self.action.get() {
+                return action.runtime.retired().await;
+            }
+            initialized.await;
+        }
+    }
 }
 
 struct Action {
     registration: &'static Registration,
     concurrent: bool,
-    slots: Semaphore,
+    /// Runs the activations; its context is where the action's functions invoke functions: this
+    /// container unless `FERRY_BACKEND` (from `/init`'s `env` or the container's) says otherwise.
+    runtime: Runtime,
 }
 
-pub(crate) fn router(registry: &'static Registry, ctx: Context) -> Router {
-    let state = Arc::new(ActionState {
-        registry,
-        action: OnceLock::new(),
-        busy: AtomicBool::new(false),
-        ctx,
-    });
+fn router(state: Arc<ActionState>) -> Router {
     Router::new()
         .route("/init", post(init))
         .route("/run", post(run))
@@ -111,11 +137,6 @@ async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /init body: {e}")),
     };
     let value = body.get("value").cloned().unwrap_or(Value::Null);
-    let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-    let registration = match pick_function(state.registry, text("main"), text("name")) {
-        Ok(registration) => registration,
-        Err(message) => return error(StatusCode::BAD_GATEWAY, message),
-    };
     let mut concurrent = std::env::var("__OW_ALLOW_CONCURRENT").is_ok_and(|v| v == "true");
     if let Some(env) = value.get("env").and_then(Value::as_object) {
         for (key, value) in env {
@@ -126,16 +147,39 @@ async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
             if key == "__OW_ALLOW_CONCURRENT" {
                 concurrent = value == "true";
             }
-            // SAFETY: no activation has run yet and ferry's own threads do not read the
-            // environment; OpenWhisk requires the values to be exported.
+            if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("`/init` env names a variable the environment cannot hold: `{key}`"),
+                );
+            }
+            // SAFETY: no function has run yet and ferry's own threads do not read the
+            // environment; OpenWhisk requires the values to be exported, once, at `/init`.
             unsafe { std::env::set_var(key, value) };
         }
     }
-    let concurrency = registration.descriptor().config.concurrency.max(1) as usize;
+    let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
+    let ctx = match super::worker_context() {
+        Ok(ctx) => ctx,
+        Err(e) => return error(StatusCode::BAD_GATEWAY, e.to_string()),
+    };
+    let runtime = Runtime::new(state.registry, ctx);
+    let (main, action) = (
+        ("`main`", text("main")),
+        ("the action's name", text("name")),
+    );
+    let names = match main.1 {
+        "" | "main" => [action, main],
+        _ => [main, action],
+    };
+    let registration = match runtime.choose(&names) {
+        Ok(registration) => registration,
+        Err(e) => return error(StatusCode::BAD_GATEWAY, e.to_string()),
+    };
     let action = Action {
         registration,
         concurrent,
-        slots: Semaphore::new(if concurrent { concurrency } else { 1 }),
+        runtime,
     };
     if state.action.set(action).is_err() {
         return error(
@@ -143,44 +187,13 @@ async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
             "Cannot initialize the action more than once.",
         );
     }
+    state.initialized.notify_waiters();
     tracing::info!(
         function = registration.descriptor().id,
         concurrent,
         "openwhisk action initialized"
     );
     (StatusCode::OK, Json(json!({ "ok": true }))).into_response()
-}
-
-/// `main` names the function; the default `main` falls back to the action's name (its last
-/// path segment), then to the only function of the program.
-fn pick_function(
-    registry: &'static Registry,
-    main: &str,
-    action_name: &str,
-) -> Result<&'static Registration, String> {
-    if !main.is_empty() && main != "main" {
-        return registry.lookup(main).map_err(|e| e.to_string());
-    }
-    let action = action_name.rsplit('/').next().unwrap_or_default();
-    if let Ok(registration) = registry.lookup(action) {
-        return Ok(registration);
-    }
-    if let Ok(registration) = registry.lookup("main") {
-        return Ok(registration);
-    }
-    let mut all = registry.iter();
-    match (all.next(), all.next()) {
-        (Some(only), None) => Ok(only),
-        (None, _) => Err("this program has no ferry functions".to_owned()),
-        _ => Err(format!(
-            "this program has several functions: set `main` to one of {}",
-            registry
-                .iter()
-                .map(|r| format!("`{}`", r.descriptor().name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
 }
 
 async fn run(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
@@ -190,6 +203,9 @@ async fn run(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
             "the action is not initialized: call /init first",
         );
     };
+    if let Err(refused) = action.runtime.admit() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, refused.to_string());
+    }
     let _exclusive = if action.concurrent {
         None
     } else {
@@ -201,7 +217,7 @@ async fn run(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
         }
         Some(BusyGuard(&state.busy))
     };
-    let response = activate(&state.ctx, action, &body).await;
+    let response = activate(action, &body).await;
     write_sentinels();
     response
 }
@@ -214,7 +230,7 @@ impl Drop for BusyGuard<'_> {
     }
 }
 
-async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
+async fn activate(action: &Action, body: &[u8]) -> Response {
     let body: Map<String, Value> = match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(map)) => map,
         Ok(_) => {
@@ -233,32 +249,11 @@ async fn activate(ctx: &Context, action: &Action, body: &[u8]) -> Response {
             return (StatusCode::OK, Json(error_result(&failure))).into_response();
         }
     };
-    if !action.concurrent {
-        export(&envelope.metadata);
-    }
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
-    let Ok(slot) = action.slots.acquire().await else {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the action is shutting down",
-        );
-    };
-    let (result, overrun) = crate::backend::execute(
-        ctx,
-        action.registration,
-        &envelope,
-        payload.into(),
-        Placement::Here,
-    )
-    .await;
-    drop(slot);
-    let result = crate::flow::forward(ctx, &envelope, result).await;
-    if overrun == Overrun::StuckThread {
-        tracing::warn!(
-            function = descriptor.id,
-            "a timed-out activation keeps running on its thread"
-        );
-    }
+    let result = action
+        .runtime
+        .invoke(action.registration, &envelope, payload.into())
+        .await;
     match result {
         Ok(output) => match serde_json::from_slice::<Value>(&output) {
             Ok(Value::Object(object)) => {
@@ -305,16 +300,6 @@ pub(crate) fn activation_envelope(
     envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
     envelope.flow = crate::backend::take_flow_param(&mut arguments)?;
     Ok((arguments, envelope))
-}
-
-/// Exports the activation context as OpenWhisk runtimes do (only when activations cannot overlap:
-/// the environment is one per process).
-pub(crate) fn export(metadata: &BTreeMap<String, String>) {
-    for (key, value) in metadata {
-        // SAFETY: without intra-container concurrency no other activation runs, and ferry's own
-        // threads do not read the environment.
-        unsafe { std::env::set_var(key, value) };
-    }
 }
 
 fn failure_response(failure: &Error) -> Response {

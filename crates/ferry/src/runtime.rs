@@ -1,0 +1,186 @@
+//! The worker pipeline every platform serves through. A platform adapter (`serve::*`) only
+//! translates its protocol into [`Runtime::choose`] and [`Runtime::invoke`] and back:
+//!
+//! 1. choose the function, by one rule on every platform ([`Runtime::choose`]);
+//! 2. admit the invocation ([`Runtime::admit`] refuses new work once the instance retires; what
+//!    it already holds still runs) under the function's `concurrency` (more wait their turn);
+//! 3. run it under its timeout, or the caller's earlier deadline, with the platform's metadata
+//!    in its [`crate::Invocation`] (never in the process environment);
+//! 4. on an overrun (a sync body past its deadline, whose thread cannot be stopped) retire the
+//!    instance: it takes no more work, finishes what it holds, reports not-ready, and exits so
+//!    the platform replaces it ([`Runtime::retired`]);
+//! 5. forward a chained flow's next stage, and hand back the encoded reply.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use tokio::sync::{Semaphore, watch};
+
+use crate::backend::{Overrun, Placement};
+use crate::registry::Registration;
+use crate::wire::Envelope;
+use crate::{Context, Error, Registry, Result};
+
+/// Names the operator may set to pin the function an instance serves, whatever the platform
+/// calls it.
+pub(crate) const FUNCTION_VAR: &str = "FERRY_FUNCTION";
+
+pub(crate) struct Runtime {
+    registry: &'static Registry,
+    ctx: Context,
+    slots: HashMap<&'static str, Semaphore>,
+    /// Why the instance retired, once it has.
+    retired: OnceLock<String>,
+    retiring: watch::Sender<bool>,
+}
+
+impl Runtime {
+    /// The pipeline for `registry`'s functions; `ctx` is where they invoke functions and where
+    /// chained flow stages are forwarded.
+    pub(crate) fn new(registry: &'static Registry, ctx: Context) -> Self {
+        Self {
+            registry,
+            ctx,
+            slots: registry
+                .iter()
+                .map(|r| {
+                    let descriptor = r.descriptor();
+                    let concurrency = descriptor.config.concurrency.max(1) as usize;
+                    (descriptor.id, Semaphore::new(concurrency))
+                })
+                .collect(),
+            retired: OnceLock::new(),
+            retiring: watch::channel(false).0,
+        }
+    }
+
+    pub(crate) fn registry(&self) -> &'static Registry {
+        self.registry
+    }
+
+    pub(crate) fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The function an instance serves when the platform runs one function per instance
+    /// (OpenWhisk actions, Lambda functions), by one rule: `FERRY_FUNCTION` if set (it must name
+    /// a function), else the first of the platform's `names` that names one (an action's last
+    /// path segment counts), else the program's only function. Each name comes with where the
+    /// platform put it (`_HANDLER`, the action's name…), for the error.
+    pub(crate) fn choose(&self, names: &[(&str, &str)]) -> Result<&'static Registration> {
+        choose(
+            self.registry,
+            std::env::var(FUNCTION_VAR).ok().as_deref(),
+            names,
+        )
+    }
+
+    /// Whether the instance takes new work: an adapter asks before it accepts an invocation
+    /// from outside (an HTTP request, a `/run`); the work it already holds is not refused.
+    pub(crate) fn admit(&self) -> Result<()> {
+        match self.retired.get() {
+            Some(reason) => Err(retiring_error(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one invocation through the pipeline (a slot under the function's concurrency, the
+    /// deadline, the overrun policy, flow forwarding) and returns its encoded reply.
+    pub(crate) async fn invoke(
+        &self,
+        registration: &'static Registration,
+        envelope: &Envelope,
+        payload: Bytes,
+    ) -> Result<Vec<u8>> {
+        let descriptor = registration.descriptor();
+        let slot = match self.slots.get(descriptor.id) {
+            Some(slots) => slots.acquire().await.ok(),
+            None => None,
+        };
+        let (result, overrun) =
+            crate::backend::execute(&self.ctx, registration, envelope, payload, Placement::Here)
+                .await;
+        drop(slot);
+        if overrun == Overrun::StuckThread {
+            self.retire(format!(
+                "`{}` overran its timeout on a thread that cannot be stopped",
+                descriptor.id
+            ));
+        }
+        crate::flow::forward(&self.ctx, envelope, result).await
+    }
+
+    /// Stops taking work: [`admit`](Self::admit) refuses from now on, and
+    /// [`retired`](Self::retired) resolves so the adapter can report not-ready and exit.
+    pub(crate) fn retire(&self, reason: String) {
+        if self.retired.set(reason.clone()).is_ok() {
+            tracing::warn!(%reason, "retiring this instance: it takes no more work and exits");
+            self.retiring.send_replace(true);
+        }
+    }
+
+    /// Why this instance retired, if it has.
+    pub(crate) fn retired_because(&self) -> Option<&str> {
+        self.retired.get().map(String::as_str)
+    }
+
+    /// Resolves once the instance retires.
+    pub(crate) async fn retired(&self) {
+        let mut retiring = self.retiring.subscribe();
+        let _ = retiring.wait_for(|retiring| *retiring).await;
+    }
+}
+
+/// The error an invocation gets from an instance that retired.
+pub(crate) fn retiring_error(reason: &str) -> Error {
+    Error::unavailable(format!(
+        "this instance is retiring ({reason}); the platform replaces it"
+    ))
+}
+
+fn choose(
+    registry: &'static Registry,
+    pinned: Option<&str>,
+    names: &[(&str, &str)],
+) -> Result<&'static Registration> {
+    if let Some(pinned) = pinned.filter(|p| !p.is_empty()) {
+        return registry
+            .lookup(pinned)
+            .map_err(|e| Error::config(format!("`{FUNCTION_VAR}`: {e}")));
+    }
+    let given: Vec<_> = names.iter().filter(|(_, name)| !name.is_empty()).collect();
+    if let Some(found) = given.iter().find_map(|(_, name)| {
+        registry
+            .lookup(name.rsplit('/').next().unwrap_or(name))
+            .ok()
+    }) {
+        return Ok(found);
+    }
+    let mut all = registry.iter();
+    match (all.next(), all.next()) {
+        (Some(only), None) => Ok(only),
+        (None, _) => Err(Error::config("this program has no ferry functions")),
+        _ => Err(Error::config(format!(
+            "cannot tell which function to serve{}: name the action or handler after one of {}, \
+             or set `{FUNCTION_VAR}`",
+            if given.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (the platform named {})",
+                    given
+                        .iter()
+                        .map(|(source, name)| format!("`{name}` in {source}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            registry
+                .iter()
+                .map(|r| format!("`{}`", r.descriptor().name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
