@@ -2,13 +2,15 @@
 //! (`openwhisk-runtime-go` `executor.go`): a cleared environment, one JSON line per activation on
 //! stdin, one result line read from the pipe on fd 3, the ack only when `__OW_WAIT_FOR_ACK` is set.
 
+mod common;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -247,16 +249,10 @@ fn a_stuck_sync_body_retires_the_executable() {
     let answer = exec.activate(json!({"value": {}, "action_name": "/guest/spin_forever"}));
     assert_eq!(answer["ferry"]["kind"], "timeout", "{answer}");
     // It answers, then exits rather than serve on with a thread it cannot stop.
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = exec.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the executable kept running with a stuck thread"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::exit_within(
+        &mut exec.child,
+        Duration::from_secs(10),
+        "the executable kept running with a stuck thread",
+    );
     assert_eq!(status.code(), Some(2));
 }

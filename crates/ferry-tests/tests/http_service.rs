@@ -468,17 +468,11 @@ async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exit
     let held = held.await.unwrap().expect("the held call is answered");
     assert_eq!(held.status(), 200);
     assert_eq!(held.text().await.unwrap(), "250");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = service.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the service kept running with a stuck thread"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = common::exit_within(
+        &mut service.child,
+        Duration::from_secs(10),
+        "the service kept running with a stuck thread",
+    );
     assert_eq!(
         status.code(),
         Some(2),

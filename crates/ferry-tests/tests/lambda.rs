@@ -93,17 +93,11 @@ async fn an_unknown_handler_is_an_init_error() {
     let emulator = Emulator::start();
     let mut runtime =
         emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "no_such_handler", &[]);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = runtime.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the runtime did not exit"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::exit_within(
+        &mut runtime.0,
+        Duration::from_secs(10),
+        "the runtime did not exit",
+    );
     assert_eq!(status.code(), Some(2));
     let stderr = BufReader::new(runtime.0.stderr.take().unwrap())
         .lines()
@@ -274,17 +268,11 @@ async fn a_stuck_sync_body_retires_the_runtime_so_lambda_replaces_it() {
     assert_eq!(body["errorType"], "ferry.Timeout", "{body}");
     // Its thread spins on; the runtime stops polling and exits, rather than serving on with a
     // core lost to each stuck invocation.
-    let exited = Instant::now();
-    let status = loop {
-        if let Some(status) = runtime.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            exited.elapsed() < Duration::from_secs(10),
-            "the runtime kept serving with a stuck thread"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = common::exit_within(
+        &mut runtime.0,
+        Duration::from_secs(10),
+        "the runtime kept serving with a stuck thread",
+    );
     assert_eq!(status.code(), Some(2));
     let mut stderr = String::new();
     std::io::Read::read_to_string(runtime.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();

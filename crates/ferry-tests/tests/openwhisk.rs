@@ -2,6 +2,8 @@
 //! runtime container: `/init` once, then `/run` per activation (platform contract: OpenWhisk
 //! `docs/actions-new.md`, `docs/intra-concurrency.md`, the Go proxy's `initHandler.go`).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -327,17 +329,11 @@ async fn a_stuck_sync_body_retires_the_container() {
     assert_eq!(status, 502, "{body}");
     assert_eq!(body["ferry"]["kind"], "timeout", "{body}");
     // The container takes no more activations and exits, so the invoker replaces it.
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = container.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the container kept running with a stuck thread"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = common::exit_within(
+        &mut container.child,
+        Duration::from_secs(10),
+        "the container kept running with a stuck thread",
+    );
     assert_eq!(status.code(), Some(2));
     let stderr = container.stderr.lock().unwrap().join("\n");
     assert!(stderr.contains("retired"), "{stderr}");

@@ -257,3 +257,15 @@ pub async fn both_modes_agree(ctx: &Context) {
         }
     }
 }
+
+/// How `child` ended, waiting up to `limit` for it to exit; `what` says why it should.
+pub fn exit_within(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            return status;
+        }
+        assert!(started.elapsed() < limit, "{what}: still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
