@@ -12,9 +12,7 @@ use bytes::Bytes;
 use futures::stream::{FuturesOrdered, FuturesUnordered};
 use futures::{Stream, StreamExt};
 
-use crate::backend::{
-    Backend, BackendKind, BackendStats, HttpConfig, LambdaConfig, LocalConfig, OpenWhiskConfig,
-};
+use crate::platform::{Backend, BackendKind, BackendStats};
 use crate::progress::Progress;
 use crate::wire::{Envelope, InvocationId};
 use crate::{Codec, Error, Function, Registry, Result};
@@ -63,66 +61,6 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// A context on the given backend, configured from the environment
-    /// (see [`LocalConfig::from_env`]).
-    pub fn new(kind: BackendKind) -> Result<Self> {
-        crate::run::check_may_host(false, true)?;
-        let backend = match kind {
-            BackendKind::Inline => Backend::Inline,
-            BackendKind::Local => Backend::local(LocalConfig::from_env()?)?,
-            BackendKind::Http => Backend::Http(Arc::new(crate::backend::http::HttpBackend::new(
-                HttpConfig::from_env()?,
-            )?)),
-            BackendKind::OpenWhisk => Backend::OpenWhisk(Arc::new(
-                crate::backend::openwhisk::OpenWhiskBackend::new(OpenWhiskConfig::from_env()?)?,
-            )),
-            BackendKind::Lambda => Backend::Lambda(Arc::new(
-                crate::backend::lambda::LambdaBackend::new(LambdaConfig::from_env()?)?,
-            )),
-        };
-        Ok(Self::with_backend(backend))
-    }
-
-    /// The backend named by `FERRY_BACKEND` (default `local`).
-    pub fn from_env() -> Result<Self> {
-        Self::new(BackendKind::from_env()?)
-    }
-
-    /// Functions run as tasks of this process: the monolith.
-    pub fn inline() -> Self {
-        Self::with_backend(Backend::Inline)
-    }
-
-    /// Functions served over HTTP (by `FERRY_ROLE=http` processes: Knative, Cloud Run,
-    /// OpenFaaS…).
-    pub fn http(config: HttpConfig) -> Result<Self> {
-        crate::run::check_may_host(false, true)?;
-        Ok(Self::with_backend(Backend::Http(Arc::new(
-            crate::backend::http::HttpBackend::new(config)?,
-        ))))
-    }
-
-    /// Functions deployed as OpenWhisk actions, invoked through the controller's REST API.
-    pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
-        crate::run::check_may_host(false, true)?;
-        Ok(Self::with_backend(Backend::OpenWhisk(Arc::new(
-            crate::backend::openwhisk::OpenWhiskBackend::new(config)?,
-        ))))
-    }
-
-    /// Functions deployed on AWS Lambda, invoked through the SigV4-signed Invoke API.
-    pub fn lambda(config: LambdaConfig) -> Result<Self> {
-        crate::run::check_may_host(false, true)?;
-        Ok(Self::with_backend(Backend::Lambda(Arc::new(
-            crate::backend::lambda::LambdaBackend::new(config)?,
-        ))))
-    }
-
-    /// The embedded local platform with explicit settings.
-    pub fn local(config: LocalConfig) -> Result<Self> {
-        Ok(Self::with_backend(Backend::local(config)?))
-    }
-
     pub(crate) fn with_backend(backend: Backend) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -210,9 +148,11 @@ impl Context {
         );
         let call = async move {
             let started = Instant::now();
-            let result = match &ctx.inner.backend {
-                Backend::Inline => crate::backend::inline::call(&ctx, function, id).await,
-                backend => send(&ctx, backend, function, id).await,
+            let backend = &ctx.inner.backend;
+            let result = if backend.in_process() {
+                crate::platform::inline::call(&ctx, function, id).await
+            } else {
+                send(&ctx, backend, function, id).await
             };
             ctx.inner.metrics.record(
                 descriptor.id,

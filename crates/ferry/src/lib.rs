@@ -33,21 +33,22 @@
 //! - [`Shared`] wraps an argument many tasks share: encoded once, sent by content hash.
 
 pub mod aws;
-mod backend;
 pub mod codec;
 mod context;
 mod error;
+mod execute;
 pub mod flow;
 mod function;
 pub mod graph;
 pub mod manifest;
 mod metrics;
 pub mod naming;
+mod platform;
 mod progress;
 mod registry;
+mod role;
 mod run;
 mod runtime;
-mod serve;
 pub mod shared;
 pub mod state;
 pub mod summary;
@@ -58,10 +59,6 @@ pub mod wire;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use backend::{
-    BackendKind, BackendStats, HttpConfig, LambdaConfig, LambdaHttp, LocalConfig, OpenWhiskConfig,
-    RetryPolicy,
-};
 pub use codec::Codec;
 pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};
 pub use error::{Error, ErrorKind, ExitReason, Result};
@@ -70,8 +67,13 @@ pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor
 pub use graph::{Graph, Node};
 pub use manifest::Manifest;
 pub use metrics::FunctionStats;
+pub use platform::{
+    BackendKind, BackendStats, HttpConfig, LambdaConfig, LambdaHttp, LocalConfig, OpenWhiskConfig,
+    RetryPolicy,
+};
 pub use registry::{Registration, Registry};
-pub use run::{ROLE_VAR, Role, run, run_with_args};
+pub use role::{ROLE_VAR, Role};
+pub use run::{run, run_with_args};
 pub use shared::Shared;
 
 /// serde, as ferry uses it: a crate whose only dependency is ferry derives with

@@ -44,8 +44,8 @@ use axum::routing::post;
 use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
-use crate::run::Role;
-use crate::serve::lambda;
+use crate::platform::lambda::server as lambda;
+use crate::role::Role;
 use crate::{Context, Registry};
 
 /// Largest response body read back from the router (Lambda's limit is 6 MB anyway).
@@ -64,14 +64,14 @@ pub use axum;
 /// deployed functions, otherwise they run in this process).
 pub fn serve(router: Router) -> ExitCode {
     let role = Role::from_env().unwrap_or(Role::Host);
-    crate::run::enter(role);
+    crate::role::enter(role);
     match role {
         // A web app is a ferry program too: tools list its functions (often none).
         Role::Manifest => return crate::run::print_manifest(true),
         // The host's context started this program as a worker: serve its functions, not the app.
         Role::LocalWorker => {
             return match crate::Registry::global() {
-                Ok(registry) => crate::serve::local::serve(registry),
+                Ok(registry) => crate::platform::local::server::serve(registry),
                 Err(error) => {
                     eprintln!("error: {error}");
                     ExitCode::from(2)
@@ -93,10 +93,10 @@ pub fn serve(router: Router) -> ExitCode {
         },
         _ => None,
     };
-    crate::serve::run_to_exit("web app", async move {
+    crate::runtime::serve::run_to_exit("web app", async move {
         let ctx = match backend {
             Some(backend) => Context::new(backend),
-            None => crate::serve::worker_context(),
+            None => crate::runtime::serve::worker_context(),
         }
         .map_err(|e| e.to_string())?;
         let router = router.layer(axum::Extension(ctx));
@@ -127,12 +127,12 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Context {
 }
 
 async fn serve_plain(router: Router) -> Result<(), String> {
-    let address = crate::serve::listen_address()?;
-    let listener =
-        crate::serve::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    crate::serve::announce(&listener).map_err(|e| e.to_string())?;
+    let address = crate::runtime::serve::listen_address()?;
+    let listener = crate::runtime::serve::bind(address)
+        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    crate::runtime::serve::announce(&listener).map_err(|e| e.to_string())?;
     axum::serve(listener, router)
-        .with_graceful_shutdown(crate::serve::shutdown_signal())
+        .with_graceful_shutdown(crate::runtime::serve::shutdown_signal())
         .await
         .map_err(|e| e.to_string())
 }
@@ -300,10 +300,10 @@ struct WebAction {
 }
 
 async fn serve_web_action(router: Router) -> Result<(), String> {
-    let address = crate::serve::listen_address()?;
-    let listener =
-        crate::serve::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    crate::serve::announce(&listener).map_err(|e| e.to_string())?;
+    let address = crate::runtime::serve::listen_address()?;
+    let listener = crate::runtime::serve::bind(address)
+        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    crate::runtime::serve::announce(&listener).map_err(|e| e.to_string())?;
     let state = Arc::new(WebAction {
         router,
         initialized: AtomicBool::new(false),
@@ -314,7 +314,7 @@ async fn serve_web_action(router: Router) -> Result<(), String> {
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state);
     axum::serve(listener, app)
-        .with_graceful_shutdown(crate::serve::shutdown_signal())
+        .with_graceful_shutdown(crate::runtime::serve::shutdown_signal())
         .await
         .map_err(|e| e.to_string())
 }
@@ -346,7 +346,7 @@ async fn web_run(State(action): State<Arc<WebAction>>, body: Bytes) -> axum::res
         )
             .into_response(),
     };
-    crate::serve::openwhisk::write_sentinels();
+    crate::platform::openwhisk::server::write_sentinels();
     response
 }
 
@@ -471,22 +471,22 @@ pub(crate) fn serve_deployed(role: Role, router: Router) -> ExitCode {
     }
     let handler = std::env::var("_HANDLER").unwrap_or_default();
     if registry.lookup(&handler).is_ok() {
-        return crate::serve::lambda::serve(registry);
+        return crate::platform::lambda::server::serve(registry);
     }
-    crate::serve::run_to_exit("web app", async move {
-        let ctx = crate::serve::worker_context().map_err(|e| e.to_string())?;
+    crate::runtime::serve::run_to_exit("web app", async move {
+        let ctx = crate::runtime::serve::worker_context().map_err(|e| e.to_string())?;
         serve_lambda(router.layer(axum::Extension(ctx))).await
     })
 }
 
 // ---- OpenWhisk web action under the ActionLoop proxy ----
 
-/// The ActionLoop protocol (see [`crate::serve::actionloop`]) for a web program: an activation
+/// The ActionLoop protocol (see [`crate::platform::openwhisk::actionloop`]) for a web program: an activation
 /// whose action is one of its functions (or any activation, with `FERRY_FUNCTION` set) runs that
 /// function; any other is a web action activation of `router`.
 fn serve_actionloop(registry: &'static Registry, router: Router) -> ExitCode {
     let function_action = std::env::var(crate::runtime::FUNCTION_VAR).is_ok_and(|f| !f.is_empty());
-    crate::serve::actionloop::serve_lines(registry, move |runtime| {
+    crate::platform::openwhisk::actionloop::serve_lines(registry, move |runtime| {
         let router = router.layer(axum::Extension(runtime.context().clone()));
         move |line: String| {
             let (router, runtime) = (router.clone(), runtime.clone());
@@ -497,7 +497,7 @@ fn serve_actionloop(registry: &'static Registry, router: Router) -> ExitCode {
                     {
                         web_activation(&router, runtime.context(), body).await
                     }
-                    _ => crate::serve::actionloop::activate(&runtime, &line).await,
+                    _ => crate::platform::openwhisk::actionloop::activate(&runtime, &line).await,
                 }
             }
         }

@@ -18,14 +18,12 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::retry::RetryPolicy;
-use super::{BackendKind, BackendStats};
+use super::MAX_PAYLOAD;
 use crate::aws::{AwsConfig, Signer};
+use crate::platform::retry::RetryPolicy;
+use crate::platform::{BackendKind, BackendStats, Transport};
 use crate::wire::Envelope;
 use crate::{Error, ErrorKind, FunctionDescriptor, Result};
-
-/// Lambda's limit on a synchronous invocation's request and response (6 MB).
-pub const MAX_PAYLOAD: usize = 6 * 1024 * 1024;
 
 /// Which HTTP version the Invoke client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,7 +93,7 @@ impl LambdaConfig {
             config.functions = template;
         }
         if let Some(routes) = env("FERRY_LAMBDA_ROUTES") {
-            config.routes = super::parse_routes("FERRY_LAMBDA_ROUTES", &routes)?;
+            config.routes = crate::platform::parse_routes("FERRY_LAMBDA_ROUTES", &routes)?;
         }
         config.qualifier = env("FERRY_LAMBDA_QUALIFIER");
         config.app = env("FERRY_APP");
@@ -217,14 +215,7 @@ impl LambdaBackend {
         })
     }
 
-    pub(crate) fn stats(&self) -> BackendStats {
-        super::remote_stats(
-            BackendKind::Lambda,
-            self.invocations.load(Ordering::Relaxed),
-        )
-    }
-
-    pub(crate) fn invoke(
+    fn invoke(
         self: &Arc<Self>,
         envelope: Envelope,
         payload: Bytes,
@@ -233,8 +224,13 @@ impl LambdaBackend {
         let backend = self.clone();
         self.invocations.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
-            super::check_json_event(&envelope, &payload, MAX_PAYLOAD, BackendKind::Lambda)?;
-            let payload = super::with_flow_param(&envelope, payload)?;
+            crate::platform::check_json_event(
+                &envelope,
+                &payload,
+                MAX_PAYLOAD,
+                BackendKind::Lambda,
+            )?;
+            let payload = crate::platform::with_flow_param(&envelope, payload)?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let function = backend.config.function(&envelope.function, name)?;
             let mut url = format!(
@@ -391,6 +387,34 @@ fn service_error(status: u16, error_type: Option<String>, function: &str, body: 
         401 | 403 => Error::config(described),
         500.. => Error::unavailable(described),
         _ => Error::protocol(described),
+    }
+}
+
+/// Shared so that each invocation's future owns the client.
+impl Transport for Arc<LambdaBackend> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Lambda
+    }
+
+    fn invoke(
+        &self,
+        _ctx: &crate::Context,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        LambdaBackend::invoke(self, envelope, payload, descriptor)
+    }
+
+    fn stats(&self) -> BackendStats {
+        crate::platform::remote_stats(
+            BackendKind::Lambda,
+            self.invocations.load(Ordering::Relaxed),
+        )
+    }
+
+    fn codec(&self) -> crate::Codec {
+        crate::Codec::Json
     }
 }
 

@@ -13,8 +13,8 @@ pub(crate) mod local;
 pub(crate) mod openwhisk;
 pub(crate) mod retry;
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -25,9 +25,6 @@ pub use self::lambda::{LambdaConfig, LambdaHttp};
 pub use self::local::LocalConfig;
 pub use self::openwhisk::OpenWhiskConfig;
 pub use self::retry::RetryPolicy;
-use crate::context::Invocation;
-use crate::registry::Registration;
-use crate::serve::local::ParentLink;
 use crate::wire::Envelope;
 use crate::{Context, Error, FunctionDescriptor, Result};
 
@@ -130,94 +127,102 @@ pub struct BackendStats {
     pub functions: Vec<crate::metrics::FunctionStats>,
 }
 
-#[derive(Clone)]
-pub(crate) enum Backend {
-    Inline,
-    Local(Arc<local::LocalBackend>),
-    Http(Arc<http::HttpBackend>),
-    OpenWhisk(Arc<openwhisk::OpenWhiskBackend>),
-    Lambda(Arc<lambda::LambdaBackend>),
-    /// Inside a local worker: invocations go back to the host's platform.
-    Parent(Arc<ParentLink>),
-}
+/// How a context reaches a platform: one implementation per platform's client, so adding a
+/// platform is one folder here and one arm in [`Context::new`].
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// Which backend this is.
+    fn kind(&self) -> BackendKind;
 
-impl Backend {
-    pub(crate) fn local(config: LocalConfig) -> Result<Self> {
-        Ok(Self::Local(Arc::new(local::LocalBackend::new(config)?)))
-    }
+    /// Sends encoded arguments; `descriptor` is known when the function is registered here.
+    fn invoke(
+        &self,
+        ctx: &Context,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>>;
 
-    pub(crate) fn kind(&self) -> BackendKind {
-        match self {
-            Self::Inline => BackendKind::Inline,
-            Self::Local(_) | Self::Parent(_) => BackendKind::Local,
-            Self::Http(_) => BackendKind::Http,
-            Self::OpenWhisk(_) => BackendKind::OpenWhisk,
-            Self::Lambda(_) => BackendKind::Lambda,
-        }
-    }
+    /// What the backend has done so far.
+    fn stats(&self) -> BackendStats;
 
-    /// How typed calls encode arguments and outputs: platforms whose events are JSON get JSON.
-    pub(crate) fn wire_codec(&self) -> crate::Codec {
-        match self {
-            Self::OpenWhisk(_) | Self::Lambda(_) => crate::Codec::Json,
-            _ => crate::Codec::Binary,
-        }
+    /// How typed calls encode arguments and outputs: platforms whose events are JSON take JSON.
+    fn codec(&self) -> crate::Codec {
+        crate::Codec::Binary
     }
 
     /// Whether shared values can travel by id: the backend gets a blob to a worker that lacks it.
-    pub(crate) fn delivers_shared(&self) -> bool {
-        matches!(self, Self::Local(_) | Self::Http(_))
+    fn delivers_shared(&self) -> bool {
+        false
     }
 
-    /// Decodes a typed call's output.
-    pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(&self, output: &[u8]) -> Result<T> {
-        match self {
-            Self::OpenWhisk(_) => openwhisk::decode_result(output),
-            _ => self
-                .wire_codec()
-                .decode(output)
-                .map_err(|e| Error::protocol(format!("cannot decode the output: {e}"))),
-        }
+    /// Whether functions run in this process (typed calls then skip encoding).
+    fn in_process(&self) -> bool {
+        false
     }
 
-    /// The output inside a platform's wrapping, when there may be one: OpenWhisk answers a
-    /// result that is not a JSON object as `{"result": …}`.
-    pub(crate) fn unwrapped_output(&self, output: &[u8]) -> Option<Vec<u8>> {
-        let Self::OpenWhisk(_) = self else {
-            return None;
-        };
-        match serde_json::from_slice::<serde_json::Value>(output) {
-            Ok(serde_json::Value::Object(mut object)) if object.len() == 1 => {
-                serde_json::to_vec(&object.remove("result")?).ok()
-            }
-            _ => None,
-        }
-    }
-
-    pub(crate) fn stats(&self) -> BackendStats {
-        match self {
-            Self::Inline => BackendStats {
-                backend: BackendKind::Inline,
-                max_workers: std::thread::available_parallelism().map_or(1, usize::from),
-                workers: 1,
-                cold_starts: 0,
-                invocations: inline::invocations(),
-                functions: Vec::new(),
-            },
-            Self::Local(local) => local.stats(),
-            Self::Http(http) => http.stats(),
-            Self::OpenWhisk(openwhisk) => openwhisk.stats(),
-            Self::Lambda(lambda) => lambda.stats(),
-            Self::Parent(parent) => parent.stats(),
-        }
+    /// The output inside the platform's wrapping, when it may wrap one (OpenWhisk answers a
+    /// result that is not a JSON object as `{"result": …}`).
+    fn unwrap_output(&self, _output: &[u8]) -> Option<Vec<u8>> {
+        None
     }
 
     /// Per function, the invocations that waited for a worker to start.
-    pub(crate) fn cold_starts_by_function(&self) -> std::collections::HashMap<String, u64> {
-        match self {
-            Self::Local(local) => local.cold_starts_by_function(),
-            _ => std::collections::HashMap::new(),
-        }
+    fn cold_starts_by_function(&self) -> HashMap<String, u64> {
+        HashMap::new()
+    }
+
+    /// Stops the backend's workers, if it runs any.
+    fn shutdown(&self) {}
+}
+
+/// A context's backend: a shared [`Transport`].
+#[derive(Clone)]
+pub(crate) struct Backend(Arc<dyn Transport>);
+
+impl Backend {
+    pub(crate) fn new(transport: impl Transport) -> Self {
+        Self(Arc::new(transport))
+    }
+
+    pub(crate) fn kind(&self) -> BackendKind {
+        self.0.kind()
+    }
+
+    /// How typed calls encode arguments and outputs.
+    pub(crate) fn wire_codec(&self) -> crate::Codec {
+        self.0.codec()
+    }
+
+    /// Whether shared values can travel by id.
+    pub(crate) fn delivers_shared(&self) -> bool {
+        self.0.delivers_shared()
+    }
+
+    /// Whether functions run in this process.
+    pub(crate) fn in_process(&self) -> bool {
+        self.0.in_process()
+    }
+
+    /// Decodes a typed call's output, unwrapping it from the platform's wrapping when the whole
+    /// does not decode.
+    pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(&self, output: &[u8]) -> Result<T> {
+        decode_output(self.wire_codec(), output, |output| {
+            self.0.unwrap_output(output)
+        })
+    }
+
+    /// The output inside the platform's wrapping, when there may be one.
+    pub(crate) fn unwrapped_output(&self, output: &[u8]) -> Option<Vec<u8>> {
+        self.0.unwrap_output(output)
+    }
+
+    pub(crate) fn stats(&self) -> BackendStats {
+        self.0.stats()
+    }
+
+    /// Per function, the invocations that waited for a worker to start.
+    pub(crate) fn cold_starts_by_function(&self) -> HashMap<String, u64> {
+        self.0.cold_starts_by_function()
     }
 
     /// Sends encoded arguments; `descriptor` is known when the function is registered here.
@@ -228,20 +233,90 @@ impl Backend {
         payload: Bytes,
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
-        match self {
-            Self::Inline => inline::invoke(ctx, envelope, payload),
-            Self::Local(local) => local.invoke(envelope, payload, descriptor),
-            Self::Http(http) => http.invoke(envelope, payload, descriptor),
-            Self::OpenWhisk(openwhisk) => openwhisk.invoke(envelope, payload, descriptor),
-            Self::Lambda(lambda) => lambda.invoke(envelope, payload, descriptor),
-            Self::Parent(parent) => parent.invoke(envelope, payload),
-        }
+        self.0.invoke(ctx, envelope, payload, descriptor)
     }
 
     pub(crate) async fn shutdown(&self) {
-        if let Self::Local(local) = self {
-            local.shutdown();
+        self.0.shutdown();
+    }
+}
+
+/// Decodes `output` in `codec`; when the whole does not decode, what `unwrap` finds inside it.
+pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(
+    codec: crate::Codec,
+    output: &[u8],
+    unwrap: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+) -> Result<T> {
+    let whole = match codec.decode::<T>(output) {
+        Ok(value) => return Ok(value),
+        Err(e) => e,
+    };
+    match unwrap(output) {
+        Some(inner) => codec
+            .decode(&inner)
+            .map_err(|e| Error::protocol(format!("cannot decode the output: {e}"))),
+        None => Err(Error::protocol(format!(
+            "cannot decode the output: {whole}"
+        ))),
+    }
+}
+
+/// Contexts on each platform. They live with the platforms, so the context itself knows only
+/// the `Transport` trait.
+impl Context {
+    /// A context on the given backend, configured from the environment
+    /// (see [`LocalConfig::from_env`]).
+    pub fn new(kind: BackendKind) -> Result<Self> {
+        crate::role::check_may_host(false, true)?;
+        match kind {
+            BackendKind::Inline => Ok(Self::inline()),
+            BackendKind::Local => Self::local(LocalConfig::from_env()?),
+            BackendKind::Http => Self::http(HttpConfig::from_env()?),
+            BackendKind::OpenWhisk => Self::openwhisk(OpenWhiskConfig::from_env()?),
+            BackendKind::Lambda => Self::lambda(LambdaConfig::from_env()?),
         }
+    }
+
+    /// The backend named by `FERRY_BACKEND` (default `local`).
+    pub fn from_env() -> Result<Self> {
+        Self::new(BackendKind::from_env()?)
+    }
+
+    /// Functions run as tasks of this process: the monolith.
+    pub fn inline() -> Self {
+        Self::with_backend(Backend::new(inline::Inline))
+    }
+
+    /// Functions served over HTTP (by `FERRY_ROLE=http` processes: Knative, Cloud Run,
+    /// OpenFaaS…).
+    pub fn http(config: HttpConfig) -> Result<Self> {
+        crate::role::check_may_host(false, true)?;
+        Ok(Self::with_backend(Backend::new(Arc::new(
+            http::client::HttpBackend::new(config)?,
+        ))))
+    }
+
+    /// Functions deployed as OpenWhisk actions, invoked through the controller's REST API.
+    pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
+        crate::role::check_may_host(false, true)?;
+        Ok(Self::with_backend(Backend::new(Arc::new(
+            openwhisk::client::OpenWhiskBackend::new(config)?,
+        ))))
+    }
+
+    /// Functions deployed on AWS Lambda, invoked through the SigV4-signed Invoke API.
+    pub fn lambda(config: LambdaConfig) -> Result<Self> {
+        crate::role::check_may_host(false, true)?;
+        Ok(Self::with_backend(Backend::new(Arc::new(
+            lambda::client::LambdaBackend::new(config)?,
+        ))))
+    }
+
+    /// The embedded local platform with explicit settings.
+    pub fn local(config: LocalConfig) -> Result<Self> {
+        Ok(Self::with_backend(Backend::new(local::LocalBackend::new(
+            config,
+        )?)))
     }
 }
 
@@ -340,91 +415,4 @@ pub(crate) fn take_flow_param(
     serde_json::from_value(route)
         .map(Some)
         .map_err(|e| Error::bad_input(FLOW_PARAM, format!("invalid flow route: {e}")))
-}
-
-/// Whether a timed-out body may still be running on a thread that cannot be stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Overrun {
-    No,
-    /// A sync body outlived its timeout: its thread runs on until the process ends.
-    StuckThread,
-}
-
-/// Runs a registered function in this process under its timeout (or the caller's earlier
-/// deadline). Inline backends and every worker mode execute through here.
-pub(crate) async fn execute(
-    ctx: &Context,
-    registration: &'static Registration,
-    envelope: &Envelope,
-    payload: Bytes,
-    placement: Placement,
-) -> (Result<Vec<u8>>, Overrun) {
-    let descriptor = registration.descriptor();
-    let mut limit = descriptor.config.timeout;
-    if let Some(remaining) = envelope.remaining() {
-        limit = limit.min(remaining);
-    }
-    let child = ctx.for_invocation(Invocation {
-        function: descriptor.id.to_owned(),
-        id: envelope.invocation,
-        deadline: Instant::now() + limit,
-        metadata: envelope.metadata.clone(),
-    });
-    let output_codec = envelope.reply_codec.unwrap_or(envelope.codec);
-    let body = registration.run(child, envelope.codec, output_codec, payload);
-    let (result, overrun) = with_timeout(body, limit, descriptor.is_async, placement).await;
-    let result = result.map_err(|e| {
-        e.in_function(descriptor.id)
-            .in_invocation(envelope.invocation)
-    });
-    (result, overrun)
-}
-
-/// Where a body runs under [`with_timeout`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Placement {
-    /// In the calling task: the caller is already a task of its own (a worker's request).
-    Here,
-    /// In a new task, so a caller driving many calls from one task gets parallelism.
-    Spawned,
-}
-
-/// Runs `body` under `limit`. Panics are already errors (the macro's wrappers catch them).
-pub(crate) async fn with_timeout<T: Send + 'static>(
-    body: BoxFuture<'static, Result<T>>,
-    limit: Duration,
-    is_async: bool,
-    placement: Placement,
-) -> (Result<T>, Overrun) {
-    let stuck = if is_async {
-        Overrun::No
-    } else {
-        Overrun::StuckThread
-    };
-    if placement == Placement::Here {
-        return match tokio::time::timeout(limit, body).await {
-            Ok(result) => (result, Overrun::No),
-            Err(_) => (Err(Error::timeout(limit)), stuck),
-        };
-    }
-    let mut task = tokio::spawn(body);
-    match tokio::time::timeout(limit, &mut task).await {
-        Ok(Ok(result)) => (result, Overrun::No),
-        Ok(Err(joined)) if joined.is_panic() => (
-            Err(Error::panic(crate::error::panic_message(
-                &*joined.into_panic(),
-            ))),
-            Overrun::No,
-        ),
-        Ok(Err(joined)) => (
-            Err(Error::unavailable(format!(
-                "invocation task ended: {joined}"
-            ))),
-            Overrun::No,
-        ),
-        Err(_) => {
-            task.abort();
-            (Err(Error::timeout(limit)), stuck)
-        }
-    }
 }

@@ -32,17 +32,9 @@ use crate::runtime::Runtime;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, Registry};
 
-/// Lambda's limit on a synchronous response.
-pub(crate) const MAX_RESPONSE: usize = 6 * 1024 * 1024;
-
-/// Whether this process was started by Lambda (or an emulator of its Runtime API).
-pub(crate) fn started_by_lambda() -> bool {
-    std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some_and(|v| !v.is_empty())
-}
-
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     match api_base() {
-        Ok(base) => super::run_to_exit("lambda runtime", run(registry, base)),
+        Ok(base) => crate::runtime::serve::run_to_exit("lambda runtime", run(registry, base)),
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(2)
@@ -53,7 +45,7 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
     let client = api_client()?;
     let handler = std::env::var("_HANDLER").unwrap_or_default();
-    let ctx = super::worker_context().map_err(|e| e.to_string())?;
+    let ctx = crate::runtime::serve::worker_context().map_err(|e| e.to_string())?;
     let runtime = Arc::new(Runtime::new(registry, ctx));
     let registration = match runtime.choose(&[("`_HANDLER`", &handler)]) {
         Ok(registration) => registration,
@@ -151,7 +143,7 @@ async fn serve_invocations(
 /// The event without the flow route a chained flow's caller put in it, and the route. Events
 /// that do not mention the route are passed on untouched, without being parsed.
 fn split_flow_param(event: Bytes) -> (Bytes, crate::Result<Option<crate::wire::FlowRoute>>) {
-    let marker = format!("\"{}\"", crate::backend::FLOW_PARAM);
+    let marker = format!("\"{}\"", crate::platform::FLOW_PARAM);
     if memchr::memmem::find(&event, marker.as_bytes()).is_none() {
         return (event, Ok(None));
     }
@@ -159,7 +151,7 @@ fn split_flow_param(event: Bytes) -> (Bytes, crate::Result<Option<crate::wire::F
         // Not JSON: decoding the arguments reports it.
         return (event, Ok(None));
     };
-    let flow = crate::backend::take_flow_param(&mut arguments);
+    let flow = crate::platform::take_flow_param(&mut arguments);
     match serde_json::to_vec(&arguments) {
         Ok(stripped) => (Bytes::from(stripped), flow),
         Err(_) => (event, flow),
@@ -249,10 +241,10 @@ pub(crate) async fn post_result(
     result: Result<Vec<u8>, Error>,
 ) -> Result<(), String> {
     let result = result.and_then(|output| {
-        if output.len() > MAX_RESPONSE {
+        if output.len() > super::MAX_PAYLOAD {
             Err(Error::new(ErrorKind::PayloadTooLarge {
                 size: output.len() as u64,
-                limit: MAX_RESPONSE as u64,
+                limit: super::MAX_PAYLOAD as u64,
             }))
         } else {
             Ok(output)

@@ -16,8 +16,8 @@ use futures::future::BoxFuture;
 use tokio::io::BufReader;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::backend::local::protocol::{self, Frame};
-use crate::backend::{Backend, BackendStats};
+use crate::platform::local::protocol::{self, Frame};
+use crate::platform::{Backend, BackendStats, Transport};
 use crate::runtime::Runtime;
 use crate::shared::BlobId;
 use crate::wire::Envelope;
@@ -26,7 +26,7 @@ use crate::{BackendKind, Context, Error, Registry, Result};
 /// Serves until the platform closes the socket, then exits without waiting for stuck threads.
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     // SAFETY: F_GETFD only inspects the descriptor table.
-    if unsafe { libc::fcntl(crate::backend::local::WORKER_FD, libc::F_GETFD) } < 0 {
+    if unsafe { libc::fcntl(crate::platform::local::WORKER_FD, libc::F_GETFD) } < 0 {
         eprintln!(
             "error: FERRY_ROLE=local-worker expects the local platform's socket on fd 3; \
              start the program without FERRY_ROLE to run it as the host"
@@ -38,18 +38,18 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     // SAFETY: plain fcntl on a descriptor checked above.
     unsafe {
         libc::fcntl(
-            crate::backend::local::WORKER_FD,
+            crate::platform::local::WORKER_FD,
             libc::F_SETFD,
             libc::FD_CLOEXEC,
         )
     };
     // SAFETY: fd 3 is open (checked above) and handed to this process for this purpose alone.
     let socket =
-        unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::backend::local::WORKER_FD) };
+        unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::platform::local::WORKER_FD) };
     let threads = std::env::var("FERRY_WORKER_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok());
-    let runtime = match crate::run::runtime_with_threads(threads) {
+    let runtime = match crate::runtime::serve::runtime_with_threads(threads) {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the worker runtime: {error}");
@@ -85,7 +85,7 @@ async fn serve_socket(
         next_call: AtomicU64::new(1),
         blob_fetches: AtomicU64::new(0),
     });
-    let ctx = Context::with_backend(Backend::Parent(parent.clone()));
+    let ctx = Context::with_backend(Backend::new(parent.clone()));
     let runtime = Arc::new(Runtime::new(registry, ctx));
     // The platform stops sending here once told; the work already sent still runs.
     let retire_sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -101,11 +101,12 @@ async fn serve_socket(
             }) => {
                 let frames = frames.clone();
                 let runtime = runtime.clone();
+                let parent = parent.clone();
                 let retire_sent = retire_sent.clone();
                 tokio::spawn(async move {
                     // Arguments are decoded and outputs encoded outside the body's own guard, by
                     // the user's serde impls: a panic there still gets an answer.
-                    let result = AssertUnwindSafe(run_one(&runtime, &envelope, payload))
+                    let result = AssertUnwindSafe(run_one(&runtime, &parent, &envelope, payload))
                         .catch_unwind()
                         .await
                         .unwrap_or_else(|payload| {
@@ -140,16 +141,16 @@ async fn serve_socket(
     Ok(())
 }
 
-async fn run_one(runtime: &Runtime, envelope: &Envelope, payload: Bytes) -> Result<Vec<u8>> {
+async fn run_one(
+    runtime: &Runtime,
+    parent: &ParentLink,
+    envelope: &Envelope,
+    payload: Bytes,
+) -> Result<Vec<u8>> {
     let registration = runtime.registry().lookup(&envelope.function)?;
-    let ctx = runtime.context();
     // Shared values the arguments refer to by id are fetched from the platform, once per
     // worker, and held in the cache until the invocation ends.
-    let fetch = |blob| match ctx.backend() {
-        Backend::Parent(parent) => parent.fetch_blob(blob),
-        _ => Box::pin(async move { Err(crate::shared::not_held(&blob)) }),
-    };
-    let _blobs = crate::shared::ensure(&envelope.blobs, fetch)
+    let _blobs = crate::shared::ensure(&envelope.blobs, |blob| parent.fetch_blob(blob))
         .await
         .map_err(|error| error.in_function(&envelope.function))?;
     // The platform may send work ahead (prefetch): it waits in the runtime for one of the
@@ -168,11 +169,7 @@ pub(crate) struct ParentLink {
 }
 
 impl ParentLink {
-    pub(crate) fn invoke(
-        &self,
-        envelope: Envelope,
-        payload: Bytes,
-    ) -> BoxFuture<'static, Result<Bytes>> {
+    fn invoke(&self, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, outcome) = oneshot::channel();
         let sent = protocol::request(id, &envelope, &payload).and_then(|frame| {
@@ -227,8 +224,25 @@ impl ParentLink {
             let _ = reply.send(result);
         }
     }
+}
 
-    pub(crate) fn stats(&self) -> BackendStats {
+/// A worker's functions invoke functions through the platform that started the worker.
+impl Transport for Arc<ParentLink> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Local
+    }
+
+    fn invoke(
+        &self,
+        _ctx: &Context,
+        envelope: Envelope,
+        payload: Bytes,
+        _descriptor: Option<&'static crate::FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        ParentLink::invoke(self, envelope, payload)
+    }
+
+    fn stats(&self) -> BackendStats {
         BackendStats {
             backend: BackendKind::Local,
             max_workers: 0,

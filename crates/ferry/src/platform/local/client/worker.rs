@@ -13,11 +13,9 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 
-use super::{Ending, Shared, protocol};
+use super::{Ending, Shared};
 use crate::ExitReason;
-
-/// The fd on which a worker finds its socket to the platform.
-pub(crate) const WORKER_FD: i32 = 3;
+use crate::platform::local::{WORKER_FD, protocol};
 
 pub(super) struct Started {
     pub pid: u32,
@@ -30,8 +28,8 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
     let mut command = std::process::Command::new(exe);
     command
         .envs(shared.config.env.iter().map(|(k, v)| (k, v)))
-        .env(crate::run::ROLE_VAR, crate::run::ROLE_LOCAL_WORKER)
-        .env(crate::run::HOST_PID_VAR, std::process::id().to_string())
+        .env(crate::role::ROLE_VAR, crate::role::ROLE_LOCAL_WORKER)
+        .env(crate::role::HOST_PID_VAR, std::process::id().to_string())
         .env("FERRY_WORKER_ID", id.to_string())
         .stdin(Stdio::null());
     // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) are made.
@@ -121,36 +119,6 @@ async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut chil
         None => ExitReason::Unknown,
     };
     end.ending = Ending::Exited(reason);
-}
-
-/// Tells the platform that started this process as a worker that it will not serve: its `main`
-/// is not ferry's. Written straight to the socket on fd 3, which nothing else here uses.
-pub(crate) fn refuse_as_worker(error: &crate::Error) {
-    // SAFETY: fstat only fills the buffer it is given.
-    let is_socket = unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        libc::fstat(WORKER_FD, &mut stat) == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFSOCK
-    };
-    if !is_socket {
-        return;
-    }
-    let frame = protocol::refuse(error);
-    let mut written = 0;
-    while written < frame.len() {
-        // SAFETY: writes from a live buffer to an open descriptor.
-        let n = unsafe {
-            libc::write(
-                WORKER_FD,
-                frame[written..].as_ptr().cast(),
-                frame.len() - written,
-            )
-        };
-        match n {
-            n if n > 0 => written += n as usize,
-            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
-            _ => return,
-        }
-    }
 }
 
 /// Resident memory of a process, from `/proc/<pid>/statm`.

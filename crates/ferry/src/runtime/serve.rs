@@ -1,16 +1,5 @@
-//! Worker side: serving this program's functions behind a platform's interface.
-//!
-//! - `local`: the embedded platform's workers (a Unix socket on fd 3);
-//! - `openwhisk`: the OpenWhisk Action Interface (`/init` and `/run` over HTTP);
-//! - `actionloop`: an executable under OpenWhisk's ActionLoop proxy (stdin lines, fd 3 results);
-//! - `http`: every function behind one HTTP server (Knative, Cloud Run, OpenFaaS);
-//! - `lambda`: the AWS Lambda custom runtime (`bootstrap`).
-
-pub(crate) mod actionloop;
-pub(crate) mod http;
-pub(crate) mod lambda;
-pub(crate) mod local;
-pub(crate) mod openwhisk;
+//! What every platform's server shares: where to listen, how to stop, the async runtime a server
+//! runs on, and the context its functions invoke functions with.
 
 use std::net::SocketAddr;
 
@@ -95,7 +84,7 @@ where
     F: std::future::Future<Output = Result<(), E>> + Send + 'static,
     E: std::fmt::Display + Send + 'static,
 {
-    let runtime = match crate::run::runtime() {
+    let runtime = match crate::runtime::serve::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
@@ -116,4 +105,21 @@ where
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// A multi-thread runtime with tokio's default threads (one per core, or
+/// `TOKIO_WORKER_THREADS`).
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    runtime_with_threads(None)
+}
+
+/// A multi-thread runtime; `None` threads means tokio's default.
+pub(crate) fn runtime_with_threads(
+    threads: Option<usize>,
+) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = threads {
+        builder.worker_threads(threads.max(1));
+    }
+    builder.enable_all().thread_name("ferry").build()
 }

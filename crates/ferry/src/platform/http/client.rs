@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
-use super::retry::RetryPolicy;
+use crate::platform::retry::RetryPolicy;
+use crate::platform::{BackendKind, BackendStats, Transport};
 use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
@@ -68,7 +69,7 @@ impl HttpConfig {
             .ok()
             .filter(|b| !b.is_empty());
         let routes = match std::env::var("FERRY_HTTP_ROUTES") {
-            Ok(text) => super::parse_routes("FERRY_HTTP_ROUTES", &text)?,
+            Ok(text) => crate::platform::parse_routes("FERRY_HTTP_ROUTES", &text)?,
             Err(_) => std::collections::BTreeMap::new(),
         };
         if base.is_none() && template.is_none() && routes.is_empty() {
@@ -174,14 +175,7 @@ impl HttpBackend {
         })
     }
 
-    pub(crate) fn stats(&self) -> super::BackendStats {
-        super::remote_stats(
-            super::BackendKind::Http,
-            self.invocations.load(std::sync::atomic::Ordering::Relaxed),
-        )
-    }
-
-    pub(crate) fn invoke(
+    fn invoke(
         self: &std::sync::Arc<Self>,
         envelope: Envelope,
         payload: Bytes,
@@ -305,11 +299,11 @@ impl HttpBackend {
         if let Some(route) = &envelope.flow {
             let route = serde_json::to_string(route)
                 .map_err(|e| Error::protocol(format!("cannot encode the flow route: {e}")))?;
-            request = request.header(crate::serve::http::FLOW_HEADER, route);
+            request = request.header(super::FLOW_HEADER, route);
         }
         if !envelope.blobs.is_empty() {
             let ids = crate::shared::ids_to_header(&envelope.blobs);
-            request = request.header(crate::serve::http::BLOBS_HEADER, ids);
+            request = request.header(super::BLOBS_HEADER, ids);
         }
         let response = request
             .send()
@@ -361,13 +355,41 @@ fn to_upload(error: &Error, envelope: &Envelope) -> Option<Vec<BlobId>> {
     ours.then_some(ids)
 }
 
+/// Shared so that each invocation's future owns the client.
+impl Transport for Arc<HttpBackend> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Http
+    }
+
+    fn invoke(
+        &self,
+        _ctx: &crate::Context,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        HttpBackend::invoke(self, envelope, payload, descriptor)
+    }
+
+    fn stats(&self) -> BackendStats {
+        crate::platform::remote_stats(
+            BackendKind::Http,
+            self.invocations.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    fn delivers_shared(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn routes_come_before_the_template_and_the_base() {
-        let routes = crate::backend::parse_routes(
+        let routes = crate::platform::parse_routes(
             "FERRY_HTTP_ROUTES",
             " read=http://a:1/functions/read, value = http://b:2/f ,",
         )
@@ -382,7 +404,7 @@ mod tests {
             config.url("app::other", "other"),
             "http://base:8080/functions/other"
         );
-        let error = crate::backend::parse_routes("FERRY_HTTP_ROUTES", "read")
+        let error = crate::platform::parse_routes("FERRY_HTTP_ROUTES", "read")
             .unwrap_err()
             .to_string();
         assert!(

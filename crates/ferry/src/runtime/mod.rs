@@ -11,13 +11,15 @@
 //!    the platform replaces it ([`Runtime::retired`]);
 //! 5. forward a chained flow's next stage, and hand back the encoded reply.
 
+pub(crate) mod serve;
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
 use tokio::sync::{Semaphore, watch};
 
-use crate::backend::{Overrun, Placement};
+use crate::execute::{Overrun, Placement};
 use crate::registry::Registration;
 use crate::wire::Envelope;
 use crate::{Context, Error, Registry, Result};
@@ -99,7 +101,7 @@ impl Runtime {
             None => None,
         };
         let (result, overrun) =
-            crate::backend::execute(&self.ctx, registration, envelope, payload, Placement::Here)
+            crate::execute::execute(&self.ctx, registration, envelope, payload, Placement::Here)
                 .await;
         drop(slot);
         if overrun == Overrun::StuckThread {

@@ -18,16 +18,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::retry::RetryPolicy;
-use super::{BackendKind, BackendStats};
+use crate::platform::retry::RetryPolicy;
+use crate::platform::{BackendKind, BackendStats, Transport};
 use crate::wire::Envelope;
 use crate::{Error, ErrorKind, FunctionDescriptor, Result};
-
-/// OpenWhisk's default limit on an activation's parameters (`whisk.activation.payload.max`).
-pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
 
 /// Where the controller is, who we are, and which action each function is.
 #[derive(Clone)]
@@ -84,7 +80,7 @@ impl OpenWhiskConfig {
             actions: "{name}".to_owned(),
             app: None,
             insecure: false,
-            max_payload: DEFAULT_MAX_PAYLOAD,
+            max_payload: super::MAX_PAYLOAD,
             request_timeout: Duration::from_secs(70),
             poll_limit: Duration::from_secs(900),
             retry: RetryPolicy::default(),
@@ -233,14 +229,7 @@ impl OpenWhiskBackend {
         })
     }
 
-    pub(crate) fn stats(&self) -> BackendStats {
-        super::remote_stats(
-            BackendKind::OpenWhisk,
-            self.invocations.load(Ordering::Relaxed),
-        )
-    }
-
-    pub(crate) fn invoke(
+    fn invoke(
         self: &Arc<Self>,
         envelope: Envelope,
         payload: Bytes,
@@ -249,13 +238,13 @@ impl OpenWhiskBackend {
         let backend = self.clone();
         self.invocations.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
-            super::check_json_event(
+            crate::platform::check_json_event(
                 &envelope,
                 &payload,
                 backend.config.max_payload,
                 BackendKind::OpenWhisk,
             )?;
-            let payload = super::with_flow_param(&envelope, payload)?;
+            let payload = crate::platform::with_flow_param(&envelope, payload)?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let action = backend.config.action(&envelope.function, name)?;
             let url = format!(
@@ -443,29 +432,56 @@ fn controller_error(status: u16, action: &str, body: &[u8]) -> Error {
     }
 }
 
-/// Decodes an action's result as `T`. Object outputs are the result itself; ferry wraps any
-/// other output as `{"result": output}`, which is unwrapped when the whole does not decode.
-pub(crate) fn decode_result<T: DeserializeOwned>(result: &[u8]) -> Result<T> {
-    let whole = match serde_json::from_slice::<T>(result) {
-        Ok(value) => return Ok(value),
-        Err(e) => e,
-    };
-    if let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(result) {
-        if object.len() == 1 {
-            if let Some(inner) = object.remove("result") {
-                return serde_json::from_value(inner)
-                    .map_err(|e| Error::protocol(format!("cannot decode the output: {e}")));
-            }
-        }
+/// Shared so that each invocation's future owns the client.
+impl Transport for Arc<OpenWhiskBackend> {
+    fn kind(&self) -> BackendKind {
+        BackendKind::OpenWhisk
     }
-    Err(Error::protocol(format!(
-        "cannot decode the output: {whole}"
-    )))
+
+    fn invoke(
+        &self,
+        _ctx: &crate::Context,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        OpenWhiskBackend::invoke(self, envelope, payload, descriptor)
+    }
+
+    fn stats(&self) -> BackendStats {
+        crate::platform::remote_stats(
+            BackendKind::OpenWhisk,
+            self.invocations.load(Ordering::Relaxed),
+        )
+    }
+
+    fn codec(&self) -> crate::Codec {
+        crate::Codec::Json
+    }
+
+    fn unwrap_output(&self, output: &[u8]) -> Option<Vec<u8>> {
+        unwrap_result(output)
+    }
+}
+
+/// What an action's result wraps: ferry answers any output that is not a JSON object as
+/// `{"result": output}`; object outputs are the result itself.
+fn unwrap_result(result: &[u8]) -> Option<Vec<u8>> {
+    match serde_json::from_slice::<Value>(result) {
+        Ok(Value::Object(mut object)) if object.len() == 1 => {
+            serde_json::to_vec(&object.remove("result")?).ok()
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decode_result<T: serde::de::DeserializeOwned>(result: &[u8]) -> Result<T> {
+        crate::platform::decode_output(crate::Codec::Json, result, unwrap_result)
+    }
 
     #[test]
     fn results_are_unwrapped_only_when_the_whole_does_not_decode() {

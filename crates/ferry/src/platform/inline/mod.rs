@@ -7,15 +7,46 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
-use super::{Placement, with_timeout};
 use crate::context::Invocation;
+use crate::execute::{Placement, with_timeout};
+use crate::platform::{BackendKind, BackendStats, Transport};
 use crate::wire::{Envelope, InvocationId};
-use crate::{Context, Function, Registry, Result};
+use crate::{Context, Function, FunctionDescriptor, Registry, Result};
 
 static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
 
-pub(crate) fn invocations() -> u64 {
-    INVOCATIONS.load(Ordering::Relaxed)
+/// The `inline` backend.
+pub(crate) struct Inline;
+
+impl Transport for Inline {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Inline
+    }
+
+    fn invoke(
+        &self,
+        ctx: &Context,
+        envelope: Envelope,
+        payload: Bytes,
+        _descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        invoke(ctx, envelope, payload)
+    }
+
+    fn stats(&self) -> BackendStats {
+        BackendStats {
+            backend: BackendKind::Inline,
+            max_workers: std::thread::available_parallelism().map_or(1, usize::from),
+            workers: 1,
+            cold_starts: 0,
+            invocations: INVOCATIONS.load(Ordering::Relaxed),
+            functions: Vec::new(),
+        }
+    }
+
+    fn in_process(&self) -> bool {
+        true
+    }
 }
 
 pub(crate) async fn call<F: Function>(
@@ -45,17 +76,14 @@ pub(crate) async fn call<F: Function>(
     .0
 }
 
-pub(crate) fn invoke(
-    ctx: &Context,
-    envelope: Envelope,
-    payload: Bytes,
-) -> BoxFuture<'static, Result<Bytes>> {
+fn invoke(ctx: &Context, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
     INVOCATIONS.fetch_add(1, Ordering::Relaxed);
     let ctx = ctx.clone();
     Box::pin(async move {
         let registration = Registry::global()?.lookup(&envelope.function)?;
         let (result, _) =
-            super::execute(&ctx, registration, &envelope, payload, Placement::Spawned).await;
+            crate::execute::execute(&ctx, registration, &envelope, payload, Placement::Spawned)
+                .await;
         crate::flow::forward(&ctx, &envelope, result)
             .await
             .map(Bytes::from)

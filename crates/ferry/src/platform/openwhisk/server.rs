@@ -35,23 +35,22 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::post;
 use serde_json::{Map, Value, json};
 
+use super::ACTIVATION_SENTINEL;
 use crate::registry::Registration;
 use crate::runtime::Runtime;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, Registry};
-
-/// The line OpenWhisk waits for on both streams after each activation.
-pub(crate) const ACTIVATION_SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
 
 /// OpenWhisk's largest action code is 48 MB; `/init` may carry it even though ferry ignores it.
 const BODY_LIMIT: usize = 64 << 20;
 
 /// Serves `/init` and `/run` until SIGTERM or SIGINT.
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
-    match super::listen_address() {
-        Ok(address) => {
-            super::run_to_exit("openwhisk action interface", serve_on(registry, address))
-        }
+    match crate::runtime::serve::listen_address() {
+        Ok(address) => crate::runtime::serve::run_to_exit(
+            "openwhisk action interface",
+            serve_on(registry, address),
+        ),
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(2)
@@ -60,8 +59,8 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
 }
 
 async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::Result<()> {
-    let listener = super::bind(address)?;
-    super::announce(&listener)?;
+    let listener = crate::runtime::serve::bind(address)?;
+    crate::runtime::serve::announce(&listener)?;
     let state = Arc::new(ActionState {
         registry,
         action: OnceLock::new(),
@@ -72,7 +71,7 @@ async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::
     axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(async move {
             tokio::select! {
-                () = super::shutdown_signal() => {}
+                () = crate::runtime::serve::shutdown_signal() => {}
                 () = stopping.retired() => {}
             }
         })
@@ -159,7 +158,7 @@ async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
         }
     }
     let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-    let ctx = match super::worker_context() {
+    let ctx = match crate::runtime::serve::worker_context() {
         Ok(ctx) => ctx,
         Err(e) => return error(StatusCode::BAD_GATEWAY, e.to_string()),
     };
@@ -298,7 +297,7 @@ pub(crate) fn activation_envelope(
         .get("__OW_DEADLINE")
         .and_then(|d| d.parse().ok());
     envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
-    envelope.flow = crate::backend::take_flow_param(&mut arguments)?;
+    envelope.flow = crate::platform::take_flow_param(&mut arguments)?;
     Ok((arguments, envelope))
 }
 

@@ -38,19 +38,19 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 
+use super::{BLOBS_HEADER, FLOW_HEADER, MISSING_BLOBS_HEADER};
 use crate::runtime::Runtime;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, Registry};
-
-/// Carries a chained flow's route ([`crate::wire::FlowRoute`] as JSON) to a stage.
-pub(crate) const FLOW_HEADER: &str = "x-ferry-flow";
 
 /// Lambda's synchronous payload limit, a sensible default for any function endpoint.
 const DEFAULT_MAX_BODY: usize = 6 << 20;
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     match Settings::from_env() {
-        Ok(settings) => super::run_to_exit("http service", serve_on(registry, settings)),
+        Ok(settings) => {
+            crate::runtime::serve::run_to_exit("http service", serve_on(registry, settings))
+        }
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(2)
@@ -73,7 +73,7 @@ impl Settings {
             Err(_) => DEFAULT_MAX_BODY,
         };
         Ok(Self {
-            address: super::listen_address()?,
+            address: crate::runtime::serve::listen_address()?,
             max_body,
             token: std::env::var("FERRY_AUTH_TOKEN")
                 .ok()
@@ -90,9 +90,10 @@ struct Service {
 }
 
 async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::Result<()> {
-    let listener = super::bind(settings.address)?;
-    super::announce(&listener)?;
-    let ctx = super::worker_context().map_err(|e| std::io::Error::other(e.to_string()))?;
+    let listener = crate::runtime::serve::bind(settings.address)?;
+    crate::runtime::serve::announce(&listener)?;
+    let ctx = crate::runtime::serve::worker_context()
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
     let service = Arc::new(Service {
         runtime: Runtime::new(registry, ctx),
         token: settings.token,
@@ -103,7 +104,7 @@ async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::R
     axum::serve(listener, router(service.clone()))
         .with_graceful_shutdown(async move {
             tokio::select! {
-                () = super::shutdown_signal() => {}
+                () = crate::runtime::serve::shutdown_signal() => {}
                 () = draining.runtime.retired() => {}
             }
             draining.draining.store(true, Ordering::Release);
@@ -254,11 +255,6 @@ async fn upload_blob(
         Err(error) => failure(StatusCode::BAD_REQUEST, &error),
     }
 }
-
-/// The ids of the shared values a request's arguments refer to.
-pub(crate) const BLOBS_HEADER: &str = "x-ferry-blobs";
-/// The ids an instance lacks, in its 428 answer.
-pub(crate) const MISSING_BLOBS_HEADER: &str = "x-ferry-missing-blobs";
 
 /// A 401 when the service wants a bearer token and the request lacks it.
 fn refuse_unauthorized(service: &Service, headers: &HeaderMap) -> Option<Response> {

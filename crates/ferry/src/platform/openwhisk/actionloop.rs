@@ -22,26 +22,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::RESULT_FD;
 use crate::Registry;
 use crate::runtime::Runtime;
-
-/// The proxy's result pipe.
-const RESULT_FD: i32 = 3;
-
-/// Whether this process looks started by the ActionLoop proxy: fd 3 is a pipe and the proxy's
-/// `__OW_*` variables are set.
-pub(crate) fn started_by_proxy() -> bool {
-    let proxy_env = std::env::vars_os().any(|(key, _)| key.to_string_lossy().starts_with("__OW_"));
-    proxy_env && fd_is_pipe(RESULT_FD)
-}
-
-fn fd_is_pipe(fd: i32) -> bool {
-    // SAFETY: fstat only writes into the zeroed struct we own.
-    unsafe {
-        let mut stat: libc::stat = std::mem::zeroed();
-        libc::fstat(fd, &mut stat) == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFIFO
-    }
-}
 
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     serve_lines(registry, |runtime| {
@@ -72,7 +55,7 @@ where
     }
     // SAFETY: fd 3 is open (checked above) and is the proxy's result pipe, ours alone.
     let mut results = BufWriter::new(unsafe { File::from_raw_fd(RESULT_FD) });
-    let runtime = match crate::run::runtime() {
+    let runtime = match crate::runtime::serve::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
@@ -84,7 +67,7 @@ where
     {
         return ExitCode::from(2);
     }
-    let pipeline = match super::worker_context() {
+    let pipeline = match crate::runtime::serve::worker_context() {
         Ok(ctx) => Arc::new(Runtime::new(registry, ctx)),
         Err(error) => {
             eprintln!("error: {error}");
@@ -140,11 +123,11 @@ pub(crate) async fn activate(runtime: &Runtime, line: &str) -> Value {
         Err(error) => return json!({ "error": error.to_string() }),
     };
     let (arguments, envelope) =
-        match super::openwhisk::activation_envelope(registration.descriptor().id, body) {
+        match super::server::activation_envelope(registration.descriptor().id, body) {
             Ok(split) => split,
             Err(failure) => {
                 let failure = failure.in_function(registration.descriptor().id);
-                return super::openwhisk::error_result(&failure);
+                return super::server::error_result(&failure);
             }
         };
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
@@ -157,6 +140,6 @@ pub(crate) async fn activate(runtime: &Runtime, line: &str) -> Value {
             Ok(other) => json!({ "result": other }),
             Err(e) => json!({ "error": format!("the output is not json: {e}") }),
         },
-        Err(failure) => super::openwhisk::error_result(&failure),
+        Err(failure) => super::server::error_result(&failure),
     }
 }

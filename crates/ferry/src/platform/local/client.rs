@@ -8,10 +8,7 @@
 //! its memory limit or stops answering is replaced, and every invocation it held ends with the
 //! matching error: none is lost and none hangs.
 
-pub(crate) mod protocol;
 mod worker;
-
-pub(crate) use worker::{WORKER_FD, refuse_as_worker};
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -23,8 +20,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
-use self::protocol::Frame;
-use super::BackendStats;
+use super::protocol::{self, Frame};
+use crate::platform::{BackendStats, Transport};
 use crate::wire::Envelope;
 use crate::{
     BackendKind, Error, ErrorKind, ExitReason, FunctionConfig, FunctionDescriptor, Registry, Result,
@@ -160,7 +157,7 @@ impl Drop for LocalBackend {
 
 impl LocalBackend {
     pub(crate) fn new(config: LocalConfig) -> Result<Self> {
-        crate::run::check_may_host(true, config.worker_exe.is_some())?;
+        crate::role::check_may_host(true, config.worker_exe.is_some())?;
         if config.max_workers == 0 {
             return Err(Error::config(
                 "the local platform needs at least one worker",
@@ -188,9 +185,16 @@ impl LocalBackend {
             }),
         })
     }
+}
 
-    pub(crate) fn invoke(
+impl Transport for LocalBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Local
+    }
+
+    fn invoke(
         &self,
+        _ctx: &crate::Context,
         envelope: Envelope,
         payload: Bytes,
         descriptor: Option<&'static FunctionDescriptor>,
@@ -199,15 +203,19 @@ impl LocalBackend {
         Box::pin(async move { shared.invoke(envelope, payload, descriptor).await })
     }
 
-    pub(crate) fn stats(&self) -> BackendStats {
+    fn stats(&self) -> BackendStats {
         self.shared.stats()
     }
 
-    pub(crate) fn shutdown(&self) {
+    fn delivers_shared(&self) -> bool {
+        true
+    }
+
+    fn shutdown(&self) {
         self.shared.close();
     }
 
-    pub(crate) fn cold_starts_by_function(&self) -> HashMap<String, u64> {
+    fn cold_starts_by_function(&self) -> HashMap<String, u64> {
         self.shared
             .lock()
             .cold_starts_by_function
