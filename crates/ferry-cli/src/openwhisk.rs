@@ -46,7 +46,7 @@ use crate::naming;
 /// The runtime image of native ActionLoop actions.
 pub const NATIVE_IMAGE: &str = "openwhisk/dockerskeleton";
 /// The init parameter that names the function for the executable.
-pub const FUNCTION_PARAMETER: &str = "FERRY_FUNCTION";
+pub const FUNCTION_PARAMETER: &str = ferry::config::FUNCTION.name;
 /// The annotations that make the web app's action a raw web action that owns its responses and
 /// is given the API key.
 pub const WEB_ANNOTATIONS: [&str; 5] = [
@@ -150,10 +150,10 @@ impl ActionDeployment {
             let config = ferry::naming::WEB_CONFIG;
             let mut parameters: BTreeMap<String, String> = env.iter().cloned().collect();
             parameters
-                .entry("FERRY_BACKEND".to_owned())
+                .entry(ferry::config::BACKEND.name.to_owned())
                 .or_insert_with(|| "openwhisk".to_owned());
             parameters
-                .entry("FERRY_APP".to_owned())
+                .entry(ferry::config::APP.name.to_owned())
                 .or_insert_with(|| app.clone());
             Some(DesiredAction {
                 handler: naming::WEB_HANDLER.to_owned(),

@@ -34,6 +34,7 @@
 
 pub mod aws;
 pub mod codec;
+pub mod config;
 mod context;
 mod error;
 mod execute;

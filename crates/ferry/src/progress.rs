@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// `FERRY_PROGRESS=never` hides bars, `always` shows them even off a terminal.
+/// `FERRY_PROGRESS=never` hides bars, `always` shows them even off a terminal. (A bad value
+/// stopped the program at its entry.)
 pub(crate) fn wanted() -> bool {
-    match std::env::var("FERRY_PROGRESS").as_deref() {
-        Ok("never" | "0" | "false") => false,
-        Ok("always" | "1" | "true") => true,
+    match crate::config::PROGRESS.word() {
+        Ok(Some("never")) => false,
+        Ok(Some("always")) => true,
         _ => std::io::stderr().is_terminal(),
     }
 }

@@ -7,11 +7,11 @@ use std::sync::OnceLock;
 use crate::Error;
 
 /// Environment variable that selects the role of the process.
-pub const ROLE_VAR: &str = "FERRY_ROLE";
+pub const ROLE_VAR: &str = crate::config::ROLE.name;
 pub(crate) const ROLE_LOCAL_WORKER: &str = "local-worker";
 /// Set by the local platform on the workers it starts: a process whose parent is not that host
 /// merely inherited the role (a function started a program) and runs as a host.
-pub(crate) const HOST_PID_VAR: &str = "FERRY_LOCAL_HOST_PID";
+pub(crate) const HOST_PID_VAR: &str = crate::config::LOCAL_HOST_PID.name;
 pub(crate) const ROLE_MANIFEST: &str = "manifest";
 pub(crate) const ROLE_OPENWHISK: &str = "openwhisk";
 pub(crate) const ROLE_ACTIONLOOP: &str = "actionloop";
@@ -43,22 +43,22 @@ pub enum Role {
 impl Role {
     /// The role named by `FERRY_ROLE` (unset or empty: the host).
     pub fn from_env() -> Result<Self, String> {
-        match std::env::var(ROLE_VAR).as_deref() {
-            Err(_) | Ok("") if crate::platform::lambda::started_by_lambda() => Ok(Self::Lambda),
-            Err(_) | Ok("") if crate::platform::openwhisk::started_by_proxy() => {
-                Ok(Self::ActionLoop)
-            }
-            Err(_) | Ok("" | "host") => Ok(Self::Host),
-            Ok(ROLE_LOCAL_WORKER) if inherited_worker_role() => Ok(Self::Host),
-            Ok(ROLE_LOCAL_WORKER) => Ok(Self::LocalWorker),
-            Ok(ROLE_MANIFEST) => Ok(Self::Manifest),
-            Ok(ROLE_OPENWHISK) => Ok(Self::OpenWhisk),
-            Ok(ROLE_ACTIONLOOP) => Ok(Self::ActionLoop),
-            Ok(ROLE_HTTP) => Ok(Self::Http),
-            Ok(ROLE_LAMBDA) => Ok(Self::Lambda),
-            Ok(other) => Err(format!(
-                "unknown {ROLE_VAR} `{other}`; expected `host`, `{ROLE_LOCAL_WORKER}`, `{ROLE_OPENWHISK}`, `{ROLE_ACTIONLOOP}`, `{ROLE_HTTP}`, `{ROLE_LAMBDA}` or `{ROLE_MANIFEST}`"
-            )),
+        let plain = |error: Error| match error.kind() {
+            crate::ErrorKind::Config { message } => message.clone(),
+            _ => error.to_string(),
+        };
+        match crate::config::ROLE.word().map_err(plain)? {
+            None if crate::platform::lambda::started_by_lambda() => Ok(Self::Lambda),
+            None if crate::platform::openwhisk::started_by_proxy() => Ok(Self::ActionLoop),
+            None | Some("host") => Ok(Self::Host),
+            Some(ROLE_LOCAL_WORKER) if inherited_worker_role() => Ok(Self::Host),
+            Some(ROLE_LOCAL_WORKER) => Ok(Self::LocalWorker),
+            Some(ROLE_MANIFEST) => Ok(Self::Manifest),
+            Some(ROLE_OPENWHISK) => Ok(Self::OpenWhisk),
+            Some(ROLE_ACTIONLOOP) => Ok(Self::ActionLoop),
+            Some(ROLE_HTTP) => Ok(Self::Http),
+            Some(ROLE_LAMBDA) => Ok(Self::Lambda),
+            Some(other) => Err(plain(crate::config::ROLE.invalid(other))),
         }
     }
 }
@@ -115,16 +115,13 @@ fn this_executable() -> String {
 /// Whether the local platform started this process as one of its workers (and the role was not
 /// merely inherited through a function's child).
 fn started_as_local_worker() -> bool {
-    std::env::var(ROLE_VAR).as_deref() == Ok(ROLE_LOCAL_WORKER) && !inherited_worker_role()
+    crate::config::ROLE.text().as_deref() == Some(ROLE_LOCAL_WORKER) && !inherited_worker_role()
 }
 
 /// Whether `FERRY_ROLE=local-worker` reached this process through a worker's child rather than
 /// from the platform itself.
 fn inherited_worker_role() -> bool {
-    let Some(host) = std::env::var(HOST_PID_VAR)
-        .ok()
-        .and_then(|pid| pid.parse::<u32>().ok())
-    else {
+    let Ok(Some(host)) = crate::config::LOCAL_HOST_PID.number::<u32>() else {
         return false;
     };
     // SAFETY: getppid has no preconditions.

@@ -136,19 +136,14 @@ where
     Fut: Future + Send + 'static,
     Fut::Output: Termination + Send,
 {
-    init_tracing();
     let registry = match Registry::global() {
         Ok(registry) => registry,
         Err(error) => return fail(&error),
     };
-    let role = match Role::from_env() {
+    let role = match entry() {
         Ok(role) => role,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
+        Err(error) => return fail(&error),
     };
-    enter(role);
     match role {
         Role::Manifest => print_manifest(false),
         Role::LocalWorker => crate::platform::local::server::serve(registry),
@@ -216,24 +211,33 @@ pub(crate) fn print_manifest(web: bool) -> ExitCode {
 
 /// `FERRY_LOG` (e.g. `debug`, `ferry=trace`) turns on logs to stderr; quiet otherwise. At
 /// `debug` every invocation is a span, logged when it closes with its timings.
-fn init_tracing() {
-    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("FERRY_LOG") {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
+fn init_tracing() -> crate::Result<()> {
+    let Some(filter) = crate::config::LOG.text() else {
+        return Ok(());
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .map_err(|e| crate::Error::config(format!("`FERRY_LOG` is not a log filter: {e}")))?;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
+    Ok(())
+}
+
+/// What every entry into ferry does first ([`run`], [`crate::web::serve`]): logs, every
+/// setting checked, and the role this process takes, recorded before any user code runs.
+pub(crate) fn entry() -> crate::Result<Role> {
+    init_tracing()?;
+    crate::config::check()?;
+    let role = Role::from_env().map_err(crate::Error::config)?;
+    enter(role);
+    Ok(role)
 }
 
 /// `FERRY_REPORT=1` prints the run report on stderr when the host's `main` returns: per
 /// function, calls, errors, cold starts, p50/p99 and the estimated Lambda GB-seconds and cost.
 fn report_wanted() -> bool {
-    std::env::var("FERRY_REPORT").is_ok_and(|v| {
-        matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "1" | "true" | "yes" | "on"
-        )
-    })
+    crate::config::REPORT.flag().unwrap_or(false)
 }

@@ -49,7 +49,7 @@ use crate::{Context, Error, Result};
 
 /// The variable [`Store::from_env`] reads: a Redis URL such as `redis://127.0.0.1:6379`,
 /// `redis://:password@host:6379/2` or `redis+unix:///run/redis.sock`.
-pub const REDIS_URL_VAR: &str = "FERRY_REDIS_URL";
+pub const REDIS_URL_VAR: &str = crate::config::REDIS_URL.name;
 
 /// A connection to Redis and a key namespace: where the handles live.
 ///
@@ -109,7 +109,7 @@ impl Store {
     /// Fails with a [`Config`](crate::ErrorKind::Config) error when the variable is unset,
     /// empty or not a Redis URL.
     pub fn from_env() -> Result<Self> {
-        Self::from_env_value(std::env::var(REDIS_URL_VAR).ok())
+        Self::from_env_value(crate::config::REDIS_URL.text())
     }
 
     fn from_env_value(value: Option<String>) -> Result<Self> {

@@ -63,8 +63,13 @@ pub use axum;
 /// is the one a worker's functions get (`FERRY_BACKEND=lambda|openwhisk` reaches the program's
 /// deployed functions, otherwise they run in this process).
 pub fn serve(router: Router) -> ExitCode {
-    let role = Role::from_env().unwrap_or(Role::Host);
-    crate::role::enter(role);
+    let role = match crate::run::entry() {
+        Ok(role) => role,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     match role {
         // A web app is a ferry program too: tools list its functions (often none).
         Role::Manifest => return crate::run::print_manifest(true),
@@ -485,7 +490,7 @@ pub(crate) fn serve_deployed(role: Role, router: Router) -> ExitCode {
 /// whose action is one of its functions (or any activation, with `FERRY_FUNCTION` set) runs that
 /// function; any other is a web action activation of `router`.
 fn serve_actionloop(registry: &'static Registry, router: Router) -> ExitCode {
-    let function_action = std::env::var(crate::runtime::FUNCTION_VAR).is_ok_and(|f| !f.is_empty());
+    let function_action = crate::config::FUNCTION.text().is_some();
     crate::platform::openwhisk::actionloop::serve_lines(registry, move |runtime| {
         let router = router.layer(axum::Extension(runtime.context().clone()));
         move |line: String| {

@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     // default: under the program's name, unless `--app` (or `FERRY_APP`) says otherwise.
     let app = args.app.clone().or_else(|| {
         let deployed = matches!(backend, BackendKind::Lambda | BackendKind::OpenWhisk);
-        let app_set = std::env::var_os("FERRY_APP").is_some_and(|v| !v.is_empty());
+        let app_set = ferry::config::APP.text().is_some();
         built
             .as_ref()
             .filter(|_| deployed && !app_set)

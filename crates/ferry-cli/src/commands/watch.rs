@@ -137,8 +137,8 @@ fn build_and_start(
     }
     if args.http {
         command
-            .env("FERRY_ROLE", "http")
-            .env("FERRY_LISTEN", &args.listen);
+            .env(ferry::config::ROLE.name, "http")
+            .env(ferry::config::LISTEN.name, &args.listen);
     }
     let child = command
         .spawn()

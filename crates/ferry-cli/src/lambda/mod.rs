@@ -68,7 +68,7 @@ pub struct LambdaArgs {
     #[arg(long)]
     pub app: Option<String>,
     /// The IAM role the functions run as (an ARN; Lambda only).
-    #[arg(long, env = "FERRY_LAMBDA_ROLE", value_name = "ARN")]
+    #[arg(long, env = ferry::config::LAMBDA_ROLE.name, value_name = "ARN")]
     pub role: Option<String>,
     /// An environment variable for every function (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
@@ -288,10 +288,10 @@ impl Deployment {
             let config_hash = naming::config_hash(&config, naming::WEB_HANDLER);
             let mut variables = user_env.clone();
             variables
-                .entry("FERRY_BACKEND".to_owned())
+                .entry(ferry::config::BACKEND.name.to_owned())
                 .or_insert_with(|| "lambda".to_owned());
             variables
-                .entry("FERRY_APP".to_owned())
+                .entry(ferry::config::APP.name.to_owned())
                 .or_insert_with(|| app.clone());
             let function = Desired {
                 handler: naming::WEB_HANDLER.to_owned(),

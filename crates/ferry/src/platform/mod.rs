@@ -62,10 +62,13 @@ impl BackendKind {
 
     /// `FERRY_BACKEND`, or `local` when unset.
     pub fn from_env() -> Result<Self> {
-        match std::env::var("FERRY_BACKEND") {
-            Ok(name) if !name.is_empty() => name.parse(),
-            _ => Ok(Self::default()),
-        }
+        Ok(Self::named()?.unwrap_or_default())
+    }
+
+    /// The backend `FERRY_BACKEND` names, if set: a host defaults to `local`, a worker to
+    /// itself.
+    pub(crate) fn named() -> Result<Option<Self>> {
+        crate::config::BACKEND.word()?.map(str::parse).transpose()
     }
 
     /// The name as written on the command line.
@@ -267,6 +270,7 @@ impl Context {
     /// A context on the given backend, configured from the environment
     /// (see [`LocalConfig::from_env`]).
     pub fn new(kind: BackendKind) -> Result<Self> {
+        crate::config::check()?;
         crate::role::check_may_host(false, true)?;
         match kind {
             BackendKind::Inline => Ok(Self::inline()),
@@ -290,6 +294,7 @@ impl Context {
     /// Functions served over HTTP (by `FERRY_ROLE=http` processes: Knative, Cloud Run,
     /// OpenFaaS…).
     pub fn http(config: HttpConfig) -> Result<Self> {
+        crate::config::check()?;
         crate::role::check_may_host(false, true)?;
         Ok(Self::with_backend(Backend::new(Arc::new(
             http::client::HttpBackend::new(config)?,
@@ -298,6 +303,7 @@ impl Context {
 
     /// Functions deployed as OpenWhisk actions, invoked through the controller's REST API.
     pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
+        crate::config::check()?;
         crate::role::check_may_host(false, true)?;
         Ok(Self::with_backend(Backend::new(Arc::new(
             openwhisk::client::OpenWhiskBackend::new(config)?,
@@ -306,6 +312,7 @@ impl Context {
 
     /// Functions deployed on AWS Lambda, invoked through the SigV4-signed Invoke API.
     pub fn lambda(config: LambdaConfig) -> Result<Self> {
+        crate::config::check()?;
         crate::role::check_may_host(false, true)?;
         Ok(Self::with_backend(Backend::new(Arc::new(
             lambda::client::LambdaBackend::new(config)?,
@@ -314,6 +321,7 @@ impl Context {
 
     /// The embedded local platform with explicit settings.
     pub fn local(config: LocalConfig) -> Result<Self> {
+        crate::config::check()?;
         Ok(Self::with_backend(Backend::new(local::LocalBackend::new(
             config,
         )?)))
@@ -352,26 +360,6 @@ pub(crate) fn check_json_event(
         }));
     }
     Ok(())
-}
-
-/// `name=target,name=target`: functions routed one by one (`FERRY_HTTP_ROUTES`,
-/// `FERRY_LAMBDA_ROUTES`).
-pub(crate) fn parse_routes(
-    variable: &str,
-    text: &str,
-) -> Result<std::collections::BTreeMap<String, String>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| match entry.split_once('=') {
-            Some((name, target)) if !name.trim().is_empty() && !target.trim().is_empty() => {
-                Ok((name.trim().to_owned(), target.trim().to_owned()))
-            }
-            _ => Err(Error::config(format!(
-                "`{variable}` entries are `name=target`, not `{entry}`"
-            ))),
-        })
-        .collect()
 }
 
 /// The parameter that carries a chained flow's route ([`crate::wire::FlowRoute`]) through

@@ -24,10 +24,6 @@ use crate::registry::Registration;
 use crate::wire::Envelope;
 use crate::{Context, Error, Registry, Result};
 
-/// Names the operator may set to pin the function an instance serves, whatever the platform
-/// calls it.
-pub(crate) const FUNCTION_VAR: &str = "FERRY_FUNCTION";
-
 pub(crate) struct Runtime {
     registry: &'static Registry,
     ctx: Context,
@@ -73,7 +69,7 @@ impl Runtime {
     pub(crate) fn choose(&self, names: &[(&str, &str)]) -> Result<&'static Registration> {
         choose(
             self.registry,
-            std::env::var(FUNCTION_VAR).ok().as_deref(),
+            crate::config::FUNCTION.text().as_deref(),
             names,
         )
     }
@@ -149,7 +145,7 @@ fn choose(
     if let Some(pinned) = pinned.filter(|p| !p.is_empty()) {
         return registry
             .lookup(pinned)
-            .map_err(|e| Error::config(format!("`{FUNCTION_VAR}`: {e}")));
+            .map_err(|e| Error::config(format!("`FERRY_FUNCTION`: {e}")));
     }
     let given: Vec<_> = names.iter().filter(|(_, name)| !name.is_empty()).collect();
     if let Some(found) = given.iter().find_map(|(_, name)| {
@@ -165,7 +161,7 @@ fn choose(
         (None, _) => Err(Error::config("this program has no ferry functions")),
         _ => Err(Error::config(format!(
             "cannot tell which function to serve{}: name the action or handler after one of {}, \
-             or set `{FUNCTION_VAR}`",
+             or set `FERRY_FUNCTION`",
             if given.is_empty() {
                 String::new()
             } else {

@@ -8,13 +8,10 @@ use std::net::SocketAddr;
 /// from the environment as for a host), or else this worker itself.
 pub(crate) fn worker_context() -> crate::Result<crate::Context> {
     use crate::BackendKind;
-    match std::env::var("FERRY_BACKEND") {
-        Ok(name) if !name.is_empty() => match name.parse::<BackendKind>()? {
-            kind @ (BackendKind::Http | BackendKind::OpenWhisk | BackendKind::Lambda) => {
-                crate::Context::new(kind)
-            }
-            _ => Ok(crate::Context::inline()),
-        },
+    match BackendKind::named()? {
+        Some(kind @ (BackendKind::Http | BackendKind::OpenWhisk | BackendKind::Lambda)) => {
+            crate::Context::new(kind)
+        }
         _ => Ok(crate::Context::inline()),
     }
 }
@@ -37,10 +34,10 @@ pub(crate) async fn shutdown_signal() {
 
 /// `FERRY_LISTEN` (`host:port`), else `0.0.0.0:$PORT`, else `0.0.0.0:8080`.
 pub(crate) fn listen_address() -> Result<SocketAddr, String> {
-    if let Ok(listen) = std::env::var("FERRY_LISTEN") {
+    if let Some(listen) = crate::config::LISTEN.text() {
         return listen
             .parse()
-            .map_err(|_| format!("`FERRY_LISTEN` must be host:port, not `{listen}`"));
+            .map_err(|_| crate::config::LISTEN.invalid(&listen).to_string());
     }
     let port = match std::env::var("PORT") {
         Ok(port) => port

@@ -190,15 +190,12 @@ impl Drop for Gate<'_> {
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     CACHE.get_or_init(|| {
-        let mb = match std::env::var("FERRY_SHARED_CACHE_MB") {
-            Ok(text) => text.trim().parse().unwrap_or_else(|_| {
-                tracing::warn!(
-                    "`FERRY_SHARED_CACHE_MB` must be a whole number of MiB, not `{text}`; using {DEFAULT_LIMIT_MB}"
-                );
-                DEFAULT_LIMIT_MB
-            }),
-            Err(_) => DEFAULT_LIMIT_MB,
-        };
+        // A bad value stopped the program at its entry (`config::check`).
+        let mb = crate::config::SHARED_CACHE_MB
+            .number()
+            .ok()
+            .flatten()
+            .unwrap_or(DEFAULT_LIMIT_MB);
         Cache::new(mb.saturating_mul(1 << 20))
     })
 }

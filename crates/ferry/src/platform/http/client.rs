@@ -62,16 +62,12 @@ impl HttpConfig {
     /// From `FERRY_HTTP_URL` (or `FERRY_HTTP_URL_TEMPLATE`), `FERRY_AUTH_TOKEN` and
     /// `FERRY_HTTP_H2C`.
     pub fn from_env() -> Result<Self> {
-        let template = std::env::var("FERRY_HTTP_URL_TEMPLATE")
-            .ok()
-            .filter(|t| !t.is_empty());
-        let base = std::env::var("FERRY_HTTP_URL")
-            .ok()
-            .filter(|b| !b.is_empty());
-        let routes = match std::env::var("FERRY_HTTP_ROUTES") {
-            Ok(text) => crate::platform::parse_routes("FERRY_HTTP_ROUTES", &text)?,
-            Err(_) => std::collections::BTreeMap::new(),
+        use crate::config::{
+            AUTH_TOKEN, HTTP_H2C, HTTP_MAX_IN_FLIGHT, HTTP_ROUTES, HTTP_URL, HTTP_URL_TEMPLATE,
         };
+        let template = HTTP_URL_TEMPLATE.text();
+        let base = HTTP_URL.text();
+        let routes = HTTP_ROUTES.routes()?;
         if base.is_none() && template.is_none() && routes.is_empty() {
             return Err(Error::config(
                 "the http backend needs FERRY_HTTP_URL (e.g. http://127.0.0.1:8080), FERRY_HTTP_URL_TEMPLATE or FERRY_HTTP_ROUTES",
@@ -80,21 +76,10 @@ impl HttpConfig {
         let mut config = Self::new(base.unwrap_or_default());
         config.url_template = template;
         config.routes = routes;
-        config.token = std::env::var("FERRY_AUTH_TOKEN")
-            .ok()
-            .filter(|t| !t.is_empty());
-        config.h2c = std::env::var("FERRY_HTTP_H2C").is_ok_and(|v| v == "1" || v == "true");
-        if let Ok(text) = std::env::var("FERRY_HTTP_MAX_IN_FLIGHT") {
-            config.max_in_flight = text
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    Error::config(format!(
-                        "`FERRY_HTTP_MAX_IN_FLIGHT` must be a positive number, not `{text}`"
-                    ))
-                })?;
+        config.token = AUTH_TOKEN.text();
+        config.h2c = HTTP_H2C.flag()?;
+        if let Some(n) = HTTP_MAX_IN_FLIGHT.number()? {
+            config.max_in_flight = n;
         }
         Ok(config)
     }
@@ -389,11 +374,14 @@ mod tests {
 
     #[test]
     fn routes_come_before_the_template_and_the_base() {
-        let routes = crate::platform::parse_routes(
-            "FERRY_HTTP_ROUTES",
-            " read=http://a:1/functions/read, value = http://b:2/f ,",
-        )
-        .unwrap();
+        let routes = crate::config::HTTP_ROUTES
+            .routes_in(
+                &[(
+                    "FERRY_HTTP_ROUTES",
+                    " read=http://a:1/functions/read, value = http://b:2/f ,",
+                )][..],
+            )
+            .unwrap();
         let mut config = HttpConfig::new("http://base:8080/");
         config.routes = routes;
         config = config.route("app::only-by-id", "http://c:3/x");
@@ -404,11 +392,12 @@ mod tests {
             config.url("app::other", "other"),
             "http://base:8080/functions/other"
         );
-        let error = crate::platform::parse_routes("FERRY_HTTP_ROUTES", "read")
+        let error = crate::config::HTTP_ROUTES
+            .routes_in(&[("FERRY_HTTP_ROUTES", "read")][..])
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("`FERRY_HTTP_ROUTES` entries are `name=target`"),
+            error.contains("`FERRY_HTTP_ROUTES` must be `name=target` entries"),
             "{error}"
         );
     }

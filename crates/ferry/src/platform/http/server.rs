@@ -66,18 +66,14 @@ struct Settings {
 
 impl Settings {
     fn from_env() -> Result<Self, String> {
-        let max_body = match std::env::var("FERRY_HTTP_MAX_BODY") {
-            Ok(text) => text.trim().parse().map_err(|_| {
-                format!("`FERRY_HTTP_MAX_BODY` must be a number of bytes, not `{text}`")
-            })?,
-            Err(_) => DEFAULT_MAX_BODY,
-        };
+        let max_body = crate::config::HTTP_MAX_BODY
+            .number()
+            .map_err(|e| e.to_string())?
+            .unwrap_or(DEFAULT_MAX_BODY);
         Ok(Self {
             address: crate::runtime::serve::listen_address()?,
             max_body,
-            token: std::env::var("FERRY_AUTH_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
+            token: crate::config::AUTH_TOKEN.text(),
         })
     }
 }

@@ -87,38 +87,23 @@ impl LambdaConfig {
     /// `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and `FERRY_LAMBDA_CONNECTIONS`.
     pub fn from_env() -> Result<Self> {
         let aws = AwsConfig::from_env().map_err(|e| Error::config(e.to_string()))?;
-        let env = |key: &str| std::env::var(key).ok().filter(|v| !v.is_empty());
+        use crate::config::{
+            APP, LAMBDA_CONNECTIONS, LAMBDA_FUNCTIONS, LAMBDA_HTTP, LAMBDA_QUALIFIER, LAMBDA_ROUTES,
+        };
         let mut config = Self::new(aws);
-        if let Some(template) = env("FERRY_LAMBDA_FUNCTIONS") {
+        if let Some(template) = LAMBDA_FUNCTIONS.text() {
             config.functions = template;
         }
-        if let Some(routes) = env("FERRY_LAMBDA_ROUTES") {
-            config.routes = crate::platform::parse_routes("FERRY_LAMBDA_ROUTES", &routes)?;
-        }
-        config.qualifier = env("FERRY_LAMBDA_QUALIFIER");
-        config.app = env("FERRY_APP");
-        if let Some(http) = env("FERRY_LAMBDA_HTTP") {
-            config.http = match http.as_str() {
-                "auto" => LambdaHttp::Auto,
-                "h2c" => LambdaHttp::H2c,
-                "http1" => LambdaHttp::Http1,
-                other => {
-                    return Err(Error::config(format!(
-                        "FERRY_LAMBDA_HTTP is `{other}`; expected `auto`, `h2c` or `http1`"
-                    )));
-                }
-            };
-        }
-        if let Some(connections) = env("FERRY_LAMBDA_CONNECTIONS") {
-            config.connections = connections
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    Error::config(format!(
-                        "FERRY_LAMBDA_CONNECTIONS is `{connections}`; expected a positive number"
-                    ))
-                })?;
+        config.routes = LAMBDA_ROUTES.routes()?;
+        config.qualifier = LAMBDA_QUALIFIER.text();
+        config.app = APP.text();
+        config.http = match LAMBDA_HTTP.word()? {
+            Some("h2c") => LambdaHttp::H2c,
+            Some("http1") => LambdaHttp::Http1,
+            _ => LambdaHttp::Auto,
+        };
+        if let Some(connections) = LAMBDA_CONNECTIONS.number()? {
+            config.connections = connections;
         }
         Ok(config)
     }

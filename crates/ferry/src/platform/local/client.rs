@@ -71,22 +71,21 @@ impl Default for LocalConfig {
 impl LocalConfig {
     /// Defaults overridden by the `FERRY_LOCAL_*` and `FERRY_WORKER_EXE` variables.
     pub fn from_env() -> Result<Self> {
+        use crate::config::{
+            LOCAL_IDLE_MS, LOCAL_MEMORY_MB, LOCAL_PREFETCH, LOCAL_WORKERS, WORKER_EXE,
+        };
         let mut config = Self::default();
-        if let Some(n) = env_number("FERRY_LOCAL_WORKERS")? {
-            config.max_workers = usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(n) = LOCAL_WORKERS.number()? {
+            config.max_workers = n;
         }
-        if let Some(ms) = env_number("FERRY_LOCAL_IDLE_MS")? {
+        if let Some(ms) = LOCAL_IDLE_MS.number()? {
             config.idle_timeout = Duration::from_millis(ms);
         }
-        if let Some(mb) = env_number("FERRY_LOCAL_MEMORY_MB")? {
-            config.memory_limit_mb = Some(mb);
+        config.memory_limit_mb = LOCAL_MEMORY_MB.number()?;
+        if let Some(prefetch) = LOCAL_PREFETCH.number()? {
+            config.prefetch = prefetch;
         }
-        if let Some(prefetch) = env_number("FERRY_LOCAL_PREFETCH")? {
-            config.prefetch = u32::try_from(prefetch).unwrap_or(u32::MAX);
-        }
-        if let Some(exe) = std::env::var_os("FERRY_WORKER_EXE").filter(|v| !v.is_empty()) {
-            config.worker_exe = Some(PathBuf::from(exe));
-        }
+        config.worker_exe = WORKER_EXE.text().map(PathBuf::from);
         Ok(config)
     }
 
@@ -130,17 +129,6 @@ impl LocalConfig {
     pub fn memory_limit_mb(mut self, mb: u64) -> Self {
         self.memory_limit_mb = Some(mb);
         self
-    }
-}
-
-fn env_number(name: &str) -> Result<Option<u64>> {
-    match std::env::var(name) {
-        Ok(text) if !text.trim().is_empty() => {
-            text.trim().parse().map(Some).map_err(|_| {
-                Error::config(format!("`{name}` must be a whole number, not `{text}`"))
-            })
-        }
-        _ => Ok(None),
     }
 }
 

@@ -46,9 +46,8 @@ pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     // SAFETY: fd 3 is open (checked above) and handed to this process for this purpose alone.
     let socket =
         unsafe { std::os::unix::net::UnixStream::from_raw_fd(crate::platform::local::WORKER_FD) };
-    let threads = std::env::var("FERRY_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok());
+    // A bad value stopped the program at its entry.
+    let threads = crate::config::WORKER_THREADS.number().ok().flatten();
     let runtime = match crate::runtime::serve::runtime_with_threads(threads) {
         Ok(runtime) => runtime,
         Err(error) => {

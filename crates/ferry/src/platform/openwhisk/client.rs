@@ -128,11 +128,11 @@ impl OpenWhiskConfig {
         if let Some(namespace) = env("__OW_NAMESPACE").or_else(|| prop("NAMESPACE")) {
             config.namespace = namespace;
         }
-        if let Some(actions) = env("FERRY_OPENWHISK_ACTIONS") {
+        if let Some(actions) = crate::config::OPENWHISK_ACTIONS.text_in(&lookup) {
             config.actions = actions;
         }
-        config.app = env("FERRY_APP");
-        config.insecure = env("FERRY_OPENWHISK_INSECURE").is_some_and(|v| v == "1" || v == "true");
+        config.app = crate::config::APP.text_in(&lookup);
+        config.insecure = crate::config::OPENWHISK_INSECURE.flag_in(&lookup)?;
         Ok(config)
     }
 

@@ -30,7 +30,7 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
         .envs(shared.config.env.iter().map(|(k, v)| (k, v)))
         .env(crate::role::ROLE_VAR, crate::role::ROLE_LOCAL_WORKER)
         .env(crate::role::HOST_PID_VAR, std::process::id().to_string())
-        .env("FERRY_WORKER_ID", id.to_string())
+        .env(crate::config::WORKER_ID.name, id.to_string())
         .stdin(Stdio::null());
     // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) are made.
     unsafe {
