@@ -13,164 +13,210 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let function: ItemFn = syn::parse2(item)
         .map_err(|e| syn::Error::new(e.span(), "`#[ferry::function]` goes on a free `fn` item"))?;
     check_signature(&function)?;
-    let params = collect_params(&function)?;
-    let output = OutputKind::of(&function.sig.output);
-
-    let fn_ident = &function.sig.ident;
-    let vis = &function.vis;
-    let invocation = match &options.invocation {
-        Some(ident) => ident.clone(),
-        None => {
-            let derived = upper_camel(&fn_ident.to_string());
-            if derived == "Self" {
-                return Err(syn::Error::new(
-                    fn_ident.span(),
-                    "the invocation type of this function would be named `Self`; choose a name with `invocation = \"...\"`",
-                ));
-            }
-            format_ident!("{}", derived, span = fn_ident.span())
-        }
+    let spec = Spec {
+        invocation: invocation_ident(&function, &options)?,
+        params: collect_params(&function)?,
+        output: OutputKind::of(&function.sig.output),
+        function: &function,
+        options,
     };
-    let name = options.name.clone().unwrap_or_else(|| fn_ident.to_string());
-
-    let fields = params.iter().filter(|p| !p.is_context).map(|p| {
-        let ident = &p.ident;
-        let ty = &p.ty;
-        let doc = format!("The `{ident}` argument.");
-        quote! {
-            #[doc = #doc]
-            #vis #ident: #ty
-        }
-    });
-    // Bindings get their own names, so a parameter may share its function's name.
-    let field_bindings: Vec<_> = params
-        .iter()
-        .filter(|p| !p.is_context)
-        .map(|p| {
-            let ident = &p.ident;
-            let binding = argument_binding(ident);
-            quote!(#ident: #binding)
-        })
-        .collect();
-    let call_args = params.iter().map(|p| {
-        if p.is_context {
-            if p.by_ref {
-                quote!(&__ferry_ctx)
-            } else {
-                quote!(::core::clone::Clone::clone(&__ferry_ctx))
-            }
-        } else {
-            let binding = argument_binding(&p.ident);
-            quote!(#binding)
-        }
-    });
-    let param_checks = params.iter().filter(|p| !p.is_context).map(|p| {
-        let ty = &p.ty;
-        quote_spanned! {ty.span()=> ::ferry::__private::assert_param::<#ty>(); }
-    });
-    let param_descriptors = params.iter().filter(|p| !p.is_context).map(|p| {
-        let name = p.ident.to_string();
-        let ty = type_name(&p.ty);
-        quote! { ::ferry::ParamDescriptor { name: #name, ty: #ty } }
-    });
-
-    let (output_ty, output_name, into_outcome) = match &output {
-        OutputKind::Unit => (
-            quote!(()),
-            "()".to_owned(),
-            quote!(::core::result::Result::Ok),
-        ),
-        OutputKind::Plain(ty) => (
-            quote!(#ty),
-            type_name(ty),
-            quote!(::core::result::Result::Ok),
-        ),
-        OutputKind::Result { ty, ok } => (
-            quote!(<#ty as ::ferry::__private::FnResult>::Ok),
-            ok.map_or_else(|| type_name(ty), type_name),
-            quote!(::ferry::__private::FnResult::into_outcome),
-        ),
-    };
-    let output_check = match &output {
-        OutputKind::Unit => quote!(),
-        OutputKind::Plain(ty) | OutputKind::Result { ty, .. } => {
-            quote_spanned! {ty.span()=> ::ferry::__private::assert_output::<#output_ty>(); }
-        }
-    };
-
-    // A function of one parameter can be a flow stage: its output may feed it.
-    let value_params: Vec<&Param> = params.iter().filter(|p| !p.is_context).collect();
-    let stage_impl = match value_params.as_slice() {
-        [only] => {
-            let ident = &only.ident;
-            let ty = &only.ty;
-            quote! {
-                impl ::ferry::Stage for #invocation {
-                    type Input = #ty;
-
-                    fn from_input(input: #ty) -> Self {
-                        Self { #ident: input }
-                    }
-                }
-            }
-        }
-        _ => quote!(),
-    };
-
-    let body = if function.sig.asyncness.is_some() {
-        quote! {
-            ::ferry::__private::run_async(async move {
-                #into_outcome(#fn_ident(#(#call_args),*).await)
-            })
-        }
-    } else {
-        quote! {
-            ::ferry::__private::run_blocking(move || #into_outcome(#fn_ident(#(#call_args),*)))
-        }
-    };
-
-    let memory_mb = match options.memory_mb {
-        Some(mb) => quote!(#mb),
-        None => quote!(::ferry::FunctionConfig::DEFAULT.memory_mb),
-    };
-    let timeout = match options.timeout_ms {
-        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
-        None => quote!(::ferry::FunctionConfig::DEFAULT.timeout),
-    };
-    let concurrency = match options.concurrency {
-        Some(c) => quote!(#c),
-        None => quote!(::ferry::FunctionConfig::DEFAULT.concurrency),
-    };
-    let is_async = function.sig.asyncness.is_some();
-    let doc = format!(
-        "Invocation of [`{fn_ident}`] as a ferry function: one field per parameter. Send it with \
-         `Context::call`, `spawn`, `map` or `as_completed`."
-    );
-
+    let checks = spec.checks();
+    let struct_item = spec.struct_item();
+    let debug_impl = spec.debug_impl();
+    let function_impl = spec.function_impl();
+    let stage_impl = spec.stage_impl();
+    let invocation = &spec.invocation;
     Ok(quote! {
         #function
 
         // Before the struct, so that a parameter that is not a serde type fails here first, with
         // ferry's message, ahead of the errors of the serde derives below.
         const _: () = {
-            #(#param_checks)*
-            #output_check
+            #checks
         };
 
-        #[doc = #doc]
-        #[derive(::ferry::__private::serde::Serialize, ::ferry::__private::serde::Deserialize)]
-        #[serde(crate = "::ferry::__private::serde")]
-        #vis struct #invocation {
-            #(#fields,)*
-        }
+        #struct_item
 
         const _: () = {
+            #debug_impl
+
+            #function_impl
+
+            #stage_impl
+
+            ::ferry::__private::inventory::submit! {
+                ::ferry::__private::Registration::of::<#invocation>()
+            }
+        };
+    })
+}
+
+/// The invocation type's name: `invocation = "..."`, else the function's name in upper camel
+/// case.
+fn invocation_ident(function: &ItemFn, options: &FunctionOptions) -> syn::Result<syn::Ident> {
+    if let Some(ident) = &options.invocation {
+        return Ok(ident.clone());
+    }
+    let fn_ident = &function.sig.ident;
+    let derived = upper_camel(&fn_ident.to_string());
+    if derived == "Self" {
+        return Err(syn::Error::new(
+            fn_ident.span(),
+            "the invocation type of this function would be named `Self`; choose a name with `invocation = \"...\"`",
+        ));
+    }
+    Ok(format_ident!("{}", derived, span = fn_ident.span()))
+}
+
+/// What the generated items are built from.
+struct Spec<'a> {
+    function: &'a ItemFn,
+    options: FunctionOptions,
+    invocation: syn::Ident,
+    params: Vec<Param>,
+    output: OutputKind<'a>,
+}
+
+impl Spec<'_> {
+    fn value_params(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| !p.is_context)
+    }
+
+    /// The output type, its name in the descriptor, and how a body's return value becomes an
+    /// outcome.
+    fn output(&self) -> (TokenStream, String, TokenStream) {
+        match &self.output {
+            OutputKind::Unit => (
+                quote!(()),
+                "()".to_owned(),
+                quote!(::core::result::Result::Ok),
+            ),
+            OutputKind::Plain(ty) => (
+                quote!(#ty),
+                type_name(ty),
+                quote!(::core::result::Result::Ok),
+            ),
+            OutputKind::Result { ty, ok } => (
+                quote!(<#ty as ::ferry::__private::FnResult>::Ok),
+                ok.map_or_else(|| type_name(ty), type_name),
+                quote!(::ferry::__private::FnResult::into_outcome),
+            ),
+        }
+    }
+
+    /// Compile-time checks that parameters and output are serde types, with ferry's messages.
+    fn checks(&self) -> TokenStream {
+        let param_checks = self.value_params().map(|p| {
+            let ty = &p.ty;
+            quote_spanned! {ty.span()=> ::ferry::__private::assert_param::<#ty>(); }
+        });
+        let output_check = match &self.output {
+            OutputKind::Unit => quote!(),
+            OutputKind::Plain(ty) | OutputKind::Result { ty, .. } => {
+                let (output_ty, _, _) = self.output();
+                quote_spanned! {ty.span()=> ::ferry::__private::assert_output::<#output_ty>(); }
+            }
+        };
+        quote! {
+            #(#param_checks)*
+            #output_check
+        }
+    }
+
+    /// The invocation type: one field per parameter.
+    fn struct_item(&self) -> TokenStream {
+        let vis = &self.function.vis;
+        let invocation = &self.invocation;
+        let fields = self.value_params().map(|p| {
+            let ident = &p.ident;
+            let ty = &p.ty;
+            let doc = format!("The `{ident}` argument.");
+            quote! {
+                #[doc = #doc]
+                #vis #ident: #ty
+            }
+        });
+        let doc = format!(
+            "Invocation of [`{}`] as a ferry function: one field per parameter. Send it with \
+             `Context::call`, `spawn`, `map` or `as_completed`.",
+            self.function.sig.ident
+        );
+        quote! {
+            #[doc = #doc]
+            #[derive(::ferry::__private::serde::Serialize, ::ferry::__private::serde::Deserialize)]
+            #[serde(crate = "::ferry::__private::serde")]
+            #vis struct #invocation {
+                #(#fields,)*
+            }
+        }
+    }
+
+    /// `Debug` without the arguments' values (they need not be `Debug`).
+    fn debug_impl(&self) -> TokenStream {
+        let invocation = &self.invocation;
+        quote! {
             impl ::core::fmt::Debug for #invocation {
                 fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                     f.debug_struct(::core::stringify!(#invocation)).finish_non_exhaustive()
                 }
             }
+        }
+    }
 
+    /// `impl ferry::Function`: the descriptor and the body that runs the function.
+    fn function_impl(&self) -> TokenStream {
+        let invocation = &self.invocation;
+        let fn_ident = &self.function.sig.ident;
+        let name = self
+            .options
+            .name
+            .clone()
+            .unwrap_or_else(|| fn_ident.to_string());
+        let (output_ty, output_name, into_outcome) = self.output();
+        let param_descriptors = self.value_params().map(|p| {
+            let name = p.ident.to_string();
+            let ty = type_name(&p.ty);
+            quote! { ::ferry::ParamDescriptor { name: #name, ty: #ty } }
+        });
+        // Bindings get their own names, so a parameter may share its function's name.
+        let field_bindings = self.value_params().map(|p| {
+            let ident = &p.ident;
+            let binding = argument_binding(ident);
+            quote!(#ident: #binding)
+        });
+        let call_args = self.params.iter().map(|p| match (p.is_context, p.by_ref) {
+            (true, true) => quote!(&__ferry_ctx),
+            (true, false) => quote!(::core::clone::Clone::clone(&__ferry_ctx)),
+            (false, _) => {
+                let binding = argument_binding(&p.ident);
+                quote!(#binding)
+            }
+        });
+        let is_async = self.function.sig.asyncness.is_some();
+        let body = if is_async {
+            quote! {
+                ::ferry::__private::run_async(async move {
+                    #into_outcome(#fn_ident(#(#call_args),*).await)
+                })
+            }
+        } else {
+            quote! {
+                ::ferry::__private::run_blocking(move || #into_outcome(#fn_ident(#(#call_args),*)))
+            }
+        };
+        let memory_mb = match self.options.memory_mb {
+            Some(mb) => quote!(#mb),
+            None => quote!(::ferry::FunctionConfig::DEFAULT.memory_mb),
+        };
+        let timeout = match self.options.timeout_ms {
+            Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+            None => quote!(::ferry::FunctionConfig::DEFAULT.timeout),
+        };
+        let concurrency = match self.options.concurrency {
+            Some(c) => quote!(#c),
+            None => quote!(::ferry::FunctionConfig::DEFAULT.concurrency),
+        };
+        quote! {
             impl ::ferry::Function for #invocation {
                 type Output = #output_ty;
 
@@ -198,14 +244,28 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                     #body
                 }
             }
+        }
+    }
 
-            #stage_impl
-
-            ::ferry::__private::inventory::submit! {
-                ::ferry::__private::Registration::of::<#invocation>()
-            }
+    /// A function of one parameter can be a flow stage: its output may feed it.
+    fn stage_impl(&self) -> TokenStream {
+        let mut values = self.value_params();
+        let (Some(only), None) = (values.next(), values.next()) else {
+            return quote!();
         };
-    })
+        let invocation = &self.invocation;
+        let ident = &only.ident;
+        let ty = &only.ty;
+        quote! {
+            impl ::ferry::Stage for #invocation {
+                type Input = #ty;
+
+                fn from_input(input: #ty) -> Self {
+                    Self { #ident: input }
+                }
+            }
+        }
+    }
 }
 
 fn check_signature(function: &ItemFn) -> syn::Result<()> {

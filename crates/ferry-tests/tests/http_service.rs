@@ -291,86 +291,12 @@ async fn concurrent_requests_run_up_to_the_functions_concurrency() {
 mod backend {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
-    use std::time::{Duration, Instant};
 
     use ferry::{Codec, Context, ErrorKind, HttpConfig, RetryPolicy};
     use ferry_tests::*;
 
     use super::Service;
-
-    fn fast_retries() -> RetryPolicy {
-        RetryPolicy::default().base_delay(Duration::from_millis(5))
-    }
-
-    #[tokio::test]
-    async fn call_map_and_invoke_through_http() {
-        let service = Service::start(&[]);
-        for h2c in [false, true] {
-            let ctx = Context::http(HttpConfig::new(&service.base).h2c(h2c)).unwrap();
-            assert_eq!(
-                ctx.call(Add { a: 40, b: 2 }).await.unwrap(),
-                42,
-                "h2c {h2c}"
-            );
-            let sums = ctx.map((0..200).map(|i| Add { a: i, b: 1 })).await.unwrap();
-            assert!(sums.iter().enumerate().all(|(i, &s)| s == i as i64 + 1));
-            let output = ctx
-                .invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#)
-                .await
-                .unwrap();
-            assert_eq!(&output[..], b"3");
-            assert_eq!(ctx.stats().invocations, 202);
-        }
-    }
-
-    #[tokio::test]
-    async fn every_failure_keeps_its_kind() {
-        let service = Service::start(&[]);
-        let ctx = Context::http(HttpConfig::new(&service.base)).unwrap();
-        let error = ctx.call(RequireEven { n: 3 }).await.unwrap_err();
-        assert!(
-            matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
-            "{error}"
-        );
-        let error = ctx
-            .call(Explode {
-                message: "far boom".into(),
-            })
-            .await
-            .unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::Panic { message } if message == "far boom"));
-        let error = ctx.call(SleepAsync { ms: 5_000 }).await.unwrap_err();
-        assert!(matches!(error.kind(), ErrorKind::Timeout { .. }), "{error}");
-        let error = ctx
-            .invoke("add", Codec::Json, r#"{"a": 1, "b": true}"#)
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
-            "{error}"
-        );
-        let error = ctx
-            .invoke("nothing_here", Codec::Json, "{}")
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(error.kind(), ErrorKind::UnknownFunction { .. }),
-            "{error}"
-        );
-    }
-
-    #[tokio::test]
-    async fn an_unreachable_endpoint_is_unavailable_after_bounded_retries() {
-        let ctx =
-            Context::http(HttpConfig::new("http://127.0.0.1:1").retry(fast_retries())).unwrap();
-        let started = Instant::now();
-        let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
-        assert!(
-            matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("cannot reach")),
-            "{error}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(5));
-    }
+    use super::common::fast_retries;
 
     #[tokio::test]
     async fn throttling_is_retried() {

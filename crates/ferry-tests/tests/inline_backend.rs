@@ -3,10 +3,8 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::bounded;
-use ferry::{BackendKind, Codec, Context, ErrorKind};
+use ferry::{BackendKind, Codec, Context};
 use ferry_tests::*;
 
 fn inline() -> Context {
@@ -23,44 +21,6 @@ async fn calls_run_in_process() {
         std::process::id()
     );
     assert_eq!(ctx.stats().cold_starts, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn errors_have_the_same_kinds_as_on_the_local_platform() {
-    let ctx = inline();
-    let error = bounded(ctx.call(RequireEven { n: 3 })).await.unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"));
-    let error = bounded(ctx.call(Explode {
-        message: "inline boom".into(),
-    }))
-    .await
-    .unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::Panic { message } if message == "inline boom"));
-    let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": "one", "b": 2}"#))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "a"),
-        "{error}"
-    );
-    let error = bounded(ctx.invoke("missing", Codec::Json, ""))
-        .await
-        .unwrap_err();
-    assert!(matches!(error.kind(), ErrorKind::UnknownFunction { .. }));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn timeouts_apply_inline_too() {
-    let ctx = inline();
-    let started = Instant::now();
-    let error = bounded(ctx.call(SleepAsync { ms: 5_000 }))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
-        "{error}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(2));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,94 +4,33 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use axum::extract::Path;
 use axum::http::{HeaderMap, StatusCode};
-use ferry::aws::{AwsConfig, Credentials};
 use ferry::{Codec, Context, ErrorKind, LambdaConfig, LambdaHttp, RetryPolicy};
 use ferry_tests::*;
 
 mod common;
-use common::{Emulator, both_modes_agree, bounded, numbers};
+use common::{Emulator, aws, both_modes_agree, bounded, fast_retries, numbers};
 
 const PROGRAM: &str = env!("CARGO_BIN_EXE_ferry-fixture");
 
-fn aws(endpoint: &str) -> AwsConfig {
-    AwsConfig::new(
-        "eu-west-1",
-        Credentials::new("AKIDFERRYTEST", "ferry-test-secret", None),
-    )
-    .with_lambda_endpoint(endpoint)
-    .expect("a valid endpoint")
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy::default().base_delay(Duration::from_millis(5))
-}
-
 #[tokio::test]
-async fn functions_run_behind_the_invoke_api() {
-    // The emulator knows the default function `_` and one per binary of the package.
+async fn one_bootstrap_with_many_loops_serves_a_fan_out() {
     let emulator = Emulator::start();
     let _add =
         emulator.bootstrap_function("_", PROGRAM, "add", &[("AWS_LAMBDA_MAX_CONCURRENCY", "8")]);
-    let _even = emulator.bootstrap_function("ferry-fixture", PROGRAM, "require_even", &[]);
-    let _explode = emulator.bootstrap_function("web-fixture", PROGRAM, "explode", &[]);
     let ctx = Context::lambda(
         LambdaConfig::new(aws(&emulator.endpoint()))
             .functions("_")
-            .route("require_even", "ferry-fixture")
-            .route("explode", "web-fixture")
             .retry(fast_retries()),
     )
     .unwrap();
-    assert_eq!(bounded(ctx.call(Add { a: 40, b: 2 })).await.unwrap(), 42);
     let sums = bounded(ctx.map((0..40).map(|i| Add { a: i, b: 1 })))
         .await
         .unwrap();
     assert!(sums.iter().enumerate().all(|(i, &s)| s == i as i64 + 1));
-    let output = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": 2}"#))
-        .await
-        .unwrap();
-    assert_eq!(&output[..], b"3");
-
-    // A function error is the function's, with its kind.
-    let error = bounded(ctx.call(RequireEven { n: 3 })).await.unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
-        "{error}"
-    );
-    assert_eq!(bounded(ctx.call(RequireEven { n: 4 })).await.unwrap(), 2);
-    let error = bounded(ctx.call(Explode {
-        message: "lambda boom".into(),
-    }))
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::Panic { message } if message == "lambda boom"),
-        "{error}"
-    );
-    let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": "x"}"#))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
-        "{error}"
-    );
-
-    // Over 6 MB of JSON: refused before sending.
-    let error = ctx
-        .call(ByteLen {
-            data: vec![7; 3_500_000],
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::PayloadTooLarge { limit, .. } if *limit == 6 * 1024 * 1024),
-        "{error}"
-    );
-    assert_eq!(ctx.stats().invocations, 47);
+    assert_eq!(ctx.stats().invocations, 40);
 }
 
 /// Each stage is a Lambda function of its own whose runtime invokes the next stage through the
@@ -99,36 +38,16 @@ async fn functions_run_behind_the_invoke_api() {
 #[tokio::test]
 async fn flows_chain_function_to_function() {
     let emulator = Emulator::start();
-    let endpoint = emulator.endpoint();
     // The emulator knows the default function `_` and one per binary of the package.
-    let stages = [
-        ("_", "parse_number"),
-        ("ferry-fixture", "double"),
-        ("web-fixture", "at_most_thousand"),
-        ("accounts-service", "describe"),
-    ];
-    let routes = stages
-        .iter()
-        .map(|(function, stage)| format!("{stage}={function}"))
-        .collect::<Vec<_>>()
-        .join(",");
-    let peers = [
-        ("FERRY_BACKEND", "lambda"),
-        ("FERRY_LAMBDA_ROUTES", routes.as_str()),
-        ("AWS_ENDPOINT_URL_LAMBDA", endpoint.as_str()),
-        ("AWS_REGION", "eu-west-1"),
-        ("AWS_ACCESS_KEY_ID", "AKIDFERRYTEST"),
-        ("AWS_SECRET_ACCESS_KEY", "ferry-test-secret"),
-    ];
-    let _bootstraps: Vec<_> = stages
-        .iter()
-        .map(|(function, stage)| emulator.bootstrap_function(function, PROGRAM, stage, &peers))
-        .collect();
-    let mut config = LambdaConfig::new(aws(&endpoint)).retry(fast_retries());
-    for (function, stage) in stages {
-        config = config.route(stage, function);
-    }
-    let ctx = Context::lambda(config).unwrap();
+    let (_bootstraps, ctx) = common::lambda_app(
+        &emulator,
+        &[
+            ("parse_number", "_"),
+            ("double", "ferry-fixture"),
+            ("at_most_thousand", "web-fixture"),
+            ("describe", "accounts-service"),
+        ],
+    );
     both_modes_agree(&ctx).await;
     let before = ctx.stats().invocations;
     bounded(numbers().run(&ctx, "7".into())).await.unwrap();
@@ -245,19 +164,6 @@ async fn service_refusals_are_not_retried() {
         "{error}"
     );
     assert_eq!(seen.load(Ordering::SeqCst), 3, "one request each");
-}
-
-#[tokio::test]
-async fn an_unreachable_endpoint_is_unavailable_after_bounded_retries() {
-    let ctx = Context::lambda(LambdaConfig::new(aws("http://127.0.0.1:1")).retry(fast_retries()))
-        .unwrap();
-    let started = Instant::now();
-    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("cannot reach")),
-        "{error}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]

@@ -359,18 +359,6 @@ async fn functions_invoke_functions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_functions_are_reported() {
-    let ctx = local(1);
-    let error = bounded(ctx.invoke("no::such::function", Codec::Json, "{}"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::UnknownFunction { id } if id == "no::such::function"),
-        "{error}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_codec_reaches_the_worker() {
     let ctx = local(1);
     for codec in [Codec::Json, Codec::Binary, Codec::BinaryInJson] {

@@ -1,7 +1,7 @@
 //! The `openwhisk` backend against a controller on loopback that speaks OpenWhisk's REST API and
 //! runs every action in a real ferry runtime container (`ferry_tests::controller`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry::{Codec, Context, ErrorKind, OpenWhiskConfig, RetryPolicy};
 use ferry_tests::controller::Controller;
@@ -99,31 +99,9 @@ async fn action_names_follow_the_template() {
 }
 
 #[tokio::test]
-async fn application_and_developer_errors_keep_their_kinds() {
+async fn the_actions_limit_and_the_json_codec_hold() {
     let controller = controller().await;
     let ctx = Context::openwhisk(config(&controller)).unwrap();
-    let error = ctx.call(RequireEven { n: 3 }).await.unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
-        "{error}"
-    );
-    assert_eq!(ctx.call(RequireEven { n: 4 }).await.unwrap(), 2);
-    let error = ctx
-        .call(Explode {
-            message: "whisk boom".into(),
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::Panic { message } if message == "whisk boom"),
-        "{error}"
-    );
-    // The runtime's own deadline (the function's 300 ms timeout).
-    let error = ctx.call(SleepAsync { ms: 2_000 }).await.unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::Timeout { limit_ms: 300 }),
-        "{error}"
-    );
     // The action's 100 ms limit reaches the runtime as the activation's deadline.
     let error = ctx
         .invoke("tight-sleep", Codec::Json, r#"{"ms": 250}"#)
@@ -131,22 +109,6 @@ async fn application_and_developer_errors_keep_their_kinds() {
         .unwrap_err();
     assert!(
         matches!(error.kind(), ErrorKind::Timeout { limit_ms } if *limit_ms <= 100),
-        "{error}"
-    );
-    let error = ctx
-        .invoke("add", Codec::Json, r#"{"a": 1, "b": true}"#)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::BadInput { path, .. } if path == "b"),
-        "{error}"
-    );
-    let error = ctx
-        .invoke("nothing_here", Codec::Json, "{}")
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::UnknownFunction { .. }),
         "{error}"
     );
     let error = ctx
@@ -199,22 +161,6 @@ async fn oversized_parameters_are_refused() {
         "{error}"
     );
     assert_eq!(controller.invocations(), 1);
-}
-
-#[tokio::test]
-async fn an_unreachable_controller_is_unavailable_after_bounded_retries() {
-    let ctx = Context::openwhisk(
-        OpenWhiskConfig::new("http://127.0.0.1:1", "u:k")
-            .retry(RetryPolicy::default().base_delay(Duration::from_millis(5))),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let error = ctx.call(Add { a: 1, b: 1 }).await.unwrap_err();
-    assert!(
-        matches!(error.kind(), ErrorKind::Unavailable { message } if message.contains("cannot reach")),
-        "{error}"
-    );
-    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]

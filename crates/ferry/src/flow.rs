@@ -257,10 +257,6 @@ where
             let arguments = if let Some(input) = input.take() {
                 (self.encode_first)(codec, input)
             } else {
-                let output = match backend.unwrapped_output(&output) {
-                    Some(inner) => Bytes::from(inner),
-                    None => output,
-                };
                 let accepted = accept(stage.descriptor, codec, &output, stage.unwrap);
                 match accepted.map_err(fail)? {
                     Some(arguments) => Ok(arguments),

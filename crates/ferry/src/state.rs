@@ -457,65 +457,54 @@ fn article(type_name: &str) -> &'static str {
     }
 }
 
-/// Keeps the smallest value offered by any instance: the shared best bound of a minimising
-/// branch-and-bound search. Made by [`Store::min_register`].
-#[derive(Debug, Clone)]
-pub struct MinRegister<T> {
-    register: Register<T>,
+/// A register type: a shared best bound that keeps the `$best` value offered by any instance.
+macro_rules! register_type {
+    ($(#[$doc:meta])* $name:ident, $best:literal, $beaten:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name<T> {
+            register: Register<T>,
+        }
+
+        impl<T: RegisterValue> $name<T> {
+            #[doc = concat!("Stores `value` if the register is empty or holds a ", $beaten, " value, atomically; `true` when it did. An `f64` NaN is never stored.")]
+            pub async fn offer(&self, value: T) -> Result<bool> {
+                self.register.offer(value).await
+            }
+
+            #[doc = concat!("The ", $best, " value offered so far (`None` before the first offer).")]
+            pub async fn get(&self) -> Result<Option<T>> {
+                self.register.get().await
+            }
+
+            /// Empties the register.
+            pub async fn reset(&self) -> Result<()> {
+                self.register.handle.delete().await.map(drop)
+            }
+
+            /// The Redis key that holds the value.
+            pub fn key(&self) -> &str {
+                &self.register.handle.key
+            }
+        }
+    };
 }
 
-impl<T: RegisterValue> MinRegister<T> {
-    /// Stores `value` if the register is empty or holds a larger value, atomically; `true` when
-    /// it did. An `f64` NaN is never stored.
-    pub async fn offer(&self, value: T) -> Result<bool> {
-        self.register.offer(value).await
-    }
+register_type!(
+    /// Keeps the smallest value offered by any instance: the shared best bound of a minimising
+    /// branch-and-bound search. Made by [`Store::min_register`].
+    MinRegister,
+    "smallest",
+    "larger"
+);
 
-    /// The smallest value offered so far (`None` before the first offer).
-    pub async fn get(&self) -> Result<Option<T>> {
-        self.register.get().await
-    }
-
-    /// Empties the register.
-    pub async fn reset(&self) -> Result<()> {
-        self.register.handle.delete().await.map(drop)
-    }
-
-    /// The Redis key that holds the value.
-    pub fn key(&self) -> &str {
-        &self.register.handle.key
-    }
-}
-
-/// Keeps the largest value offered by any instance: the shared best bound of a maximising
-/// search. Made by [`Store::max_register`].
-#[derive(Debug, Clone)]
-pub struct MaxRegister<T> {
-    register: Register<T>,
-}
-
-impl<T: RegisterValue> MaxRegister<T> {
-    /// Stores `value` if the register is empty or holds a smaller value, atomically; `true` when
-    /// it did. An `f64` NaN is never stored.
-    pub async fn offer(&self, value: T) -> Result<bool> {
-        self.register.offer(value).await
-    }
-
-    /// The largest value offered so far (`None` before the first offer).
-    pub async fn get(&self) -> Result<Option<T>> {
-        self.register.get().await
-    }
-
-    /// Empties the register.
-    pub async fn reset(&self) -> Result<()> {
-        self.register.handle.delete().await.map(drop)
-    }
-
-    /// The Redis key that holds the value.
-    pub fn key(&self) -> &str {
-        &self.register.handle.key
-    }
-}
+register_type!(
+    /// Keeps the largest value offered by any instance: the shared best bound of a maximising
+    /// search. Made by [`Store::max_register`].
+    MaxRegister,
+    "largest",
+    "smaller"
+);
 
 /// A key holding a `T` as JSON, shared by every instance. Made by [`Store::key`].
 pub struct Key<T> {

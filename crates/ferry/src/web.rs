@@ -271,15 +271,22 @@ pub(crate) fn lambda_request(event: &[u8]) -> Result<Request<Body>, String> {
     request(method, path, query, headers.into_iter(), body)
 }
 
-fn lambda_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Value {
-    let mut single = Map::new();
-    let mut cookies = Vec::new();
-    for name in headers.keys() {
-        let values: Vec<&str> = headers
+/// Each header's name and its values that are text.
+fn header_values(headers: &HeaderMap) -> impl Iterator<Item = (&HeaderName, Vec<&str>)> {
+    headers.keys().map(|name| {
+        let values = headers
             .get_all(name)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .collect();
+        (name, values)
+    })
+}
+
+fn lambda_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Value {
+    let mut single = Map::new();
+    let mut cookies = Vec::new();
+    for (name, values) in header_values(headers) {
         if name == SET_COOKIE {
             cookies.extend(values.iter().map(|v| Value::String((*v).to_owned())));
         } else {
@@ -415,12 +422,7 @@ fn openwhisk_base64(content_type: &str) -> bool {
 
 fn web_action_response(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Value {
     let mut out = Map::new();
-    for name in headers.keys() {
-        let values: Vec<&str> = headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect();
+    for (name, values) in header_values(headers) {
         let value = if values.len() == 1 {
             Value::String(values[0].to_owned())
         } else {

@@ -269,3 +269,51 @@ pub fn exit_within(child: &mut Child, limit: Duration, what: &str) -> std::proce
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Test credentials and region for an emulated Lambda endpoint.
+pub fn aws(endpoint: &str) -> ferry::aws::AwsConfig {
+    ferry::aws::AwsConfig::new(
+        "eu-west-1",
+        ferry::aws::Credentials::new("AKIDFERRYTEST", "ferry-test-secret", None),
+    )
+    .with_lambda_endpoint(endpoint)
+    .expect("a valid endpoint")
+}
+
+/// Retries that do not slow a test down.
+pub fn fast_retries() -> ferry::RetryPolicy {
+    ferry::RetryPolicy::default().base_delay(Duration::from_millis(5))
+}
+
+/// Deploys each ferry function of `deployed` (function, Lambda function name) as a `bootstrap`
+/// of the fixture behind `emulator`, each able to invoke the others through the Invoke API (as
+/// chained flow stages do), and a context that reaches them all.
+pub fn lambda_app(emulator: &Emulator, deployed: &[(&str, &str)]) -> (Vec<Bootstrap>, Context) {
+    let endpoint = emulator.endpoint();
+    let routes = deployed
+        .iter()
+        .map(|(function, name)| format!("{function}={name}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let peers = [
+        ("FERRY_BACKEND", "lambda"),
+        ("FERRY_LAMBDA_ROUTES", routes.as_str()),
+        ("AWS_ENDPOINT_URL_LAMBDA", endpoint.as_str()),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDFERRYTEST"),
+        ("AWS_SECRET_ACCESS_KEY", "ferry-test-secret"),
+    ];
+    let program = env!("CARGO_BIN_EXE_ferry-fixture");
+    let bootstraps = deployed
+        .iter()
+        .map(|(function, name)| emulator.bootstrap_function(name, program, function, &peers))
+        .collect();
+    let mut config = ferry::LambdaConfig::new(aws(&endpoint)).retry(fast_retries());
+    for (function, name) in deployed {
+        config = config.route(*function, *name);
+    }
+    (
+        bootstraps,
+        Context::lambda(config).expect("a lambda context"),
+    )
+}

@@ -15,6 +15,7 @@ pub(crate) mod retry;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -145,8 +146,11 @@ pub(crate) trait Transport: Send + Sync + 'static {
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>>;
 
-    /// What the backend has done so far.
-    fn stats(&self) -> BackendStats;
+    /// What the backend has done so far; `None` for a platform that runs and scales its own
+    /// workers, where only the invocations sent are known (and counted for it).
+    fn stats(&self) -> Option<BackendStats> {
+        None
+    }
 
     /// How typed calls encode arguments and outputs: platforms whose events are JSON take JSON.
     fn codec(&self) -> crate::Codec {
@@ -163,12 +167,6 @@ pub(crate) trait Transport: Send + Sync + 'static {
         false
     }
 
-    /// The output inside the platform's wrapping, when it may wrap one (OpenWhisk answers a
-    /// result that is not a JSON object as `{"result": …}`).
-    fn unwrap_output(&self, _output: &[u8]) -> Option<Vec<u8>> {
-        None
-    }
-
     /// Per function, the invocations that waited for a worker to start.
     fn cold_starts_by_function(&self) -> HashMap<String, u64> {
         HashMap::new()
@@ -178,54 +176,115 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn shutdown(&self) {}
 }
 
-/// A context's backend: a shared [`Transport`].
+/// The client of a platform that runs its own workers (HTTP services, OpenWhisk, Lambda):
+/// each invocation's future owns a share of the client, and only the invocations sent are
+/// known (and counted by [`Backend`]).
+pub(crate) trait RemoteClient: Send + Sync + 'static {
+    /// Which backend this is.
+    const KIND: BackendKind;
+    /// How typed calls encode arguments and outputs.
+    const CODEC: crate::Codec = crate::Codec::Binary;
+    /// Whether shared values can travel by id.
+    const DELIVERS_SHARED: bool = false;
+
+    /// Sends encoded arguments.
+    fn send(
+        self: &Arc<Self>,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>>;
+}
+
+impl<C: RemoteClient> Transport for Arc<C> {
+    fn kind(&self) -> BackendKind {
+        C::KIND
+    }
+
+    fn invoke(
+        &self,
+        _ctx: &Context,
+        envelope: Envelope,
+        payload: Bytes,
+        descriptor: Option<&'static FunctionDescriptor>,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        self.send(envelope, payload, descriptor)
+    }
+
+    fn codec(&self) -> crate::Codec {
+        C::CODEC
+    }
+
+    fn delivers_shared(&self) -> bool {
+        C::DELIVERS_SHARED
+    }
+}
+
+/// A context's backend: a shared [`Transport`], and the invocations sent through it.
 #[derive(Clone)]
-pub(crate) struct Backend(Arc<dyn Transport>);
+pub(crate) struct Backend(Arc<Connected>);
+
+struct Connected {
+    transport: Box<dyn Transport>,
+    invocations: AtomicU64,
+}
+
+impl std::ops::Deref for Backend {
+    type Target = dyn Transport;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0.transport
+    }
+}
 
 impl Backend {
     pub(crate) fn new(transport: impl Transport) -> Self {
-        Self(Arc::new(transport))
+        Self(Arc::new(Connected {
+            transport: Box::new(transport),
+            invocations: AtomicU64::new(0),
+        }))
     }
 
     pub(crate) fn kind(&self) -> BackendKind {
-        self.0.kind()
+        self.0.transport.kind()
     }
 
     /// How typed calls encode arguments and outputs.
     pub(crate) fn wire_codec(&self) -> crate::Codec {
-        self.0.codec()
+        self.0.transport.codec()
     }
 
     /// Whether shared values can travel by id.
     pub(crate) fn delivers_shared(&self) -> bool {
-        self.0.delivers_shared()
+        self.0.transport.delivers_shared()
     }
 
     /// Whether functions run in this process.
     pub(crate) fn in_process(&self) -> bool {
-        self.0.in_process()
+        self.0.transport.in_process()
     }
 
-    /// Decodes a typed call's output, unwrapping it from the platform's wrapping when the whole
-    /// does not decode.
+    /// Decodes a typed call's output.
     pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(&self, output: &[u8]) -> Result<T> {
-        decode_output(self.wire_codec(), output, |output| {
-            self.0.unwrap_output(output)
-        })
-    }
-
-    /// The output inside the platform's wrapping, when there may be one.
-    pub(crate) fn unwrapped_output(&self, output: &[u8]) -> Option<Vec<u8>> {
-        self.0.unwrap_output(output)
+        self.wire_codec()
+            .decode(output)
+            .map_err(|e| Error::protocol(format!("cannot decode the output: {e}")))
     }
 
     pub(crate) fn stats(&self) -> BackendStats {
-        self.0.stats()
+        self.0.transport.stats().unwrap_or_else(|| BackendStats {
+            backend: self.kind(),
+            max_workers: 0,
+            workers: 0,
+            cold_starts: 0,
+            invocations: self.0.invocations.load(Ordering::Relaxed),
+            functions: Vec::new(),
+        })
     }
 
     /// Per function, the invocations that waited for a worker to start.
     pub(crate) fn cold_starts_by_function(&self) -> HashMap<String, u64> {
-        self.0.cold_starts_by_function()
+        self.0.transport.cold_starts_by_function()
     }
 
     /// Sends encoded arguments; `descriptor` is known when the function is registered here.
@@ -236,31 +295,12 @@ impl Backend {
         payload: Bytes,
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
-        self.0.invoke(ctx, envelope, payload, descriptor)
+        self.0.invocations.fetch_add(1, Ordering::Relaxed);
+        self.0.transport.invoke(ctx, envelope, payload, descriptor)
     }
 
     pub(crate) async fn shutdown(&self) {
-        self.0.shutdown();
-    }
-}
-
-/// Decodes `output` in `codec`; when the whole does not decode, what `unwrap` finds inside it.
-pub(crate) fn decode_output<T: serde::de::DeserializeOwned>(
-    codec: crate::Codec,
-    output: &[u8],
-    unwrap: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
-) -> Result<T> {
-    let whole = match codec.decode::<T>(output) {
-        Ok(value) => return Ok(value),
-        Err(e) => e,
-    };
-    match unwrap(output) {
-        Some(inner) => codec
-            .decode(&inner)
-            .map_err(|e| Error::protocol(format!("cannot decode the output: {e}"))),
-        None => Err(Error::protocol(format!(
-            "cannot decode the output: {whole}"
-        ))),
+        self.0.transport.shutdown();
     }
 }
 
@@ -328,25 +368,14 @@ impl Context {
     }
 }
 
-/// Stats of a backend that only counts invocations: the platform runs and scales the workers.
-pub(crate) fn remote_stats(backend: BackendKind, invocations: u64) -> BackendStats {
-    BackendStats {
-        backend,
-        max_workers: 0,
-        workers: 0,
-        cold_starts: 0,
-        invocations,
-        functions: Vec::new(),
-    }
-}
-
-/// What a platform whose events are JSON accepts, checked before anything is sent.
-pub(crate) fn check_json_event(
+/// The event a platform whose events are JSON is sent: the arguments, checked against the
+/// platform's limit before anything is sent, with a chained flow's route added.
+pub(crate) fn json_event(
     envelope: &Envelope,
-    payload: &[u8],
+    payload: Bytes,
     limit: usize,
     backend: BackendKind,
-) -> Result<()> {
+) -> Result<Bytes> {
     if envelope.codec != crate::Codec::Json {
         return Err(Error::config(format!(
             "the {backend} backend sends json, not `{}`",
@@ -359,7 +388,7 @@ pub(crate) fn check_json_event(
             limit: limit as u64,
         }));
     }
-    Ok(())
+    with_flow_param(envelope, payload)
 }
 
 /// The parameter that carries a chained flow's route ([`crate::wire::FlowRoute`]) through
@@ -367,7 +396,7 @@ pub(crate) fn check_json_event(
 pub(crate) const FLOW_PARAM: &str = "__ferry_flow";
 
 /// The JSON arguments with the envelope's flow route added as [`FLOW_PARAM`], if it has one.
-pub(crate) fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
+fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
     let Some(route) = &envelope.flow else {
         return Ok(payload);
     };

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 use crate::platform::retry::RetryPolicy;
-use crate::platform::{BackendKind, BackendStats, Transport};
+use crate::platform::{BackendKind, RemoteClient};
 use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, FunctionDescriptor, Result};
@@ -135,7 +135,6 @@ pub(crate) struct HttpBackend {
     config: HttpConfig,
     client: reqwest::Client,
     in_flight: tokio::sync::Semaphore,
-    invocations: std::sync::atomic::AtomicU64,
     /// When each blob URL last took an upload, behind a gate so one upload serves many calls.
     uploads: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Instant>>>>>,
 }
@@ -155,59 +154,7 @@ impl HttpBackend {
             in_flight: tokio::sync::Semaphore::new(config.max_in_flight.max(1)),
             config,
             client,
-            invocations: std::sync::atomic::AtomicU64::new(0),
             uploads: Default::default(),
-        })
-    }
-
-    fn invoke(
-        self: &std::sync::Arc<Self>,
-        envelope: Envelope,
-        payload: Bytes,
-        descriptor: Option<&'static FunctionDescriptor>,
-    ) -> BoxFuture<'static, Result<Bytes>> {
-        let backend = self.clone();
-        self.invocations
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Box::pin(async move {
-            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
-            let url = backend.config.url(&envelope.function, name);
-            let _slot = backend
-                .in_flight
-                .acquire()
-                .await
-                .map_err(|_| Error::unavailable("the http backend is closed"))?;
-            let mut uploads = 0;
-            loop {
-                let mut sent_at = Instant::now();
-                let outcome = backend
-                    .config
-                    .retry
-                    .run(|| {
-                        sent_at = Instant::now();
-                        backend.attempt(&url, &envelope, payload.clone())
-                    })
-                    .await;
-                let Some(missing) = outcome.as_ref().err().and_then(|e| to_upload(e, &envelope))
-                else {
-                    return outcome;
-                };
-                // Behind a load balancer the next attempt may reach another replica that lacks
-                // the blobs too: a few rounds, then a clear error.
-                if uploads == MAX_BLOB_UPLOADS {
-                    return Err(crate::shared::missing(
-                        &missing,
-                        format!(
-                            "{url} still lacked it after {MAX_BLOB_UPLOADS} uploads; \
-                             do replicas behind a load balancer each need their own copy?"
-                        ),
-                    ));
-                }
-                uploads += 1;
-                for id in &missing {
-                    backend.upload_blob(&url, id, sent_at).await?;
-                }
-            }
         })
     }
 
@@ -340,31 +287,57 @@ fn to_upload(error: &Error, envelope: &Envelope) -> Option<Vec<BlobId>> {
     ours.then_some(ids)
 }
 
-/// Shared so that each invocation's future owns the client.
-impl Transport for Arc<HttpBackend> {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Http
-    }
+impl RemoteClient for HttpBackend {
+    const KIND: BackendKind = BackendKind::Http;
+    const DELIVERS_SHARED: bool = true;
 
-    fn invoke(
-        &self,
-        _ctx: &crate::Context,
+    fn send(
+        self: &std::sync::Arc<Self>,
         envelope: Envelope,
         payload: Bytes,
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
-        HttpBackend::invoke(self, envelope, payload, descriptor)
-    }
-
-    fn stats(&self) -> BackendStats {
-        crate::platform::remote_stats(
-            BackendKind::Http,
-            self.invocations.load(std::sync::atomic::Ordering::Relaxed),
-        )
-    }
-
-    fn delivers_shared(&self) -> bool {
-        true
+        let backend = self.clone();
+        Box::pin(async move {
+            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
+            let url = backend.config.url(&envelope.function, name);
+            let _slot = backend
+                .in_flight
+                .acquire()
+                .await
+                .map_err(|_| Error::unavailable("the http backend is closed"))?;
+            let mut uploads = 0;
+            loop {
+                let mut sent_at = Instant::now();
+                let outcome = backend
+                    .config
+                    .retry
+                    .run(|| {
+                        sent_at = Instant::now();
+                        backend.attempt(&url, &envelope, payload.clone())
+                    })
+                    .await;
+                let Some(missing) = outcome.as_ref().err().and_then(|e| to_upload(e, &envelope))
+                else {
+                    return outcome;
+                };
+                // Behind a load balancer the next attempt may reach another replica that lacks
+                // the blobs too: a few rounds, then a clear error.
+                if uploads == MAX_BLOB_UPLOADS {
+                    return Err(crate::shared::missing(
+                        &missing,
+                        format!(
+                            "{url} still lacked it after {MAX_BLOB_UPLOADS} uploads; \
+                             do replicas behind a load balancer each need their own copy?"
+                        ),
+                    ));
+                }
+                uploads += 1;
+                for id in &missing {
+                    backend.upload_blob(&url, id, sent_at).await?;
+                }
+            }
+        })
     }
 }
 

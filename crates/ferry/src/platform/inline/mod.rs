@@ -33,15 +33,15 @@ impl Transport for Inline {
         invoke(ctx, envelope, payload)
     }
 
-    fn stats(&self) -> BackendStats {
-        BackendStats {
+    fn stats(&self) -> Option<BackendStats> {
+        Some(BackendStats {
             backend: BackendKind::Inline,
             max_workers: std::thread::available_parallelism().map_or(1, usize::from),
             workers: 1,
             cold_starts: 0,
             invocations: INVOCATIONS.load(Ordering::Relaxed),
             functions: Vec::new(),
-        }
+        })
     }
 
     fn in_process(&self) -> bool {

@@ -11,7 +11,7 @@
 //!   both retried with jittered backoff by the [`RetryPolicy`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,7 +21,7 @@ use serde_json::Value;
 use super::MAX_PAYLOAD;
 use crate::aws::{AwsConfig, Signer};
 use crate::platform::retry::RetryPolicy;
-use crate::platform::{BackendKind, BackendStats, Transport};
+use crate::platform::{BackendKind, RemoteClient};
 use crate::wire::Envelope;
 use crate::{Error, ErrorKind, FunctionDescriptor, Result};
 
@@ -170,7 +170,6 @@ pub(crate) struct LambdaBackend {
     /// host, so the pool is a set of clients.
     clients: Vec<reqwest::Client>,
     next_client: AtomicUsize,
-    invocations: AtomicU64,
 }
 
 impl LambdaBackend {
@@ -196,41 +195,6 @@ impl LambdaBackend {
             config,
             clients,
             next_client: AtomicUsize::new(0),
-            invocations: AtomicU64::new(0),
-        })
-    }
-
-    fn invoke(
-        self: &Arc<Self>,
-        envelope: Envelope,
-        payload: Bytes,
-        descriptor: Option<&'static FunctionDescriptor>,
-    ) -> BoxFuture<'static, Result<Bytes>> {
-        let backend = self.clone();
-        self.invocations.fetch_add(1, Ordering::Relaxed);
-        Box::pin(async move {
-            crate::platform::check_json_event(
-                &envelope,
-                &payload,
-                MAX_PAYLOAD,
-                BackendKind::Lambda,
-            )?;
-            let payload = crate::platform::with_flow_param(&envelope, payload)?;
-            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
-            let function = backend.config.function(&envelope.function, name)?;
-            let mut url = format!(
-                "{}/2015-03-31/functions/{function}/invocations",
-                backend.config.aws.lambda_endpoint().trim_end_matches('/')
-            );
-            if let Some(qualifier) = &backend.config.qualifier {
-                url.push_str("?Qualifier=");
-                url.push_str(qualifier);
-            }
-            backend
-                .config
-                .retry
-                .run(|| backend.attempt(&url, &function, payload.clone()))
-                .await
         })
     }
 
@@ -375,31 +339,36 @@ fn service_error(status: u16, error_type: Option<String>, function: &str, body: 
     }
 }
 
-/// Shared so that each invocation's future owns the client.
-impl Transport for Arc<LambdaBackend> {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Lambda
-    }
+impl RemoteClient for LambdaBackend {
+    const KIND: BackendKind = BackendKind::Lambda;
+    const CODEC: crate::Codec = crate::Codec::Json;
 
-    fn invoke(
-        &self,
-        _ctx: &crate::Context,
+    fn send(
+        self: &Arc<Self>,
         envelope: Envelope,
         payload: Bytes,
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
-        LambdaBackend::invoke(self, envelope, payload, descriptor)
-    }
-
-    fn stats(&self) -> BackendStats {
-        crate::platform::remote_stats(
-            BackendKind::Lambda,
-            self.invocations.load(Ordering::Relaxed),
-        )
-    }
-
-    fn codec(&self) -> crate::Codec {
-        crate::Codec::Json
+        let backend = self.clone();
+        Box::pin(async move {
+            let payload =
+                crate::platform::json_event(&envelope, payload, MAX_PAYLOAD, BackendKind::Lambda)?;
+            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
+            let function = backend.config.function(&envelope.function, name)?;
+            let mut url = format!(
+                "{}/2015-03-31/functions/{function}/invocations",
+                backend.config.aws.lambda_endpoint().trim_end_matches('/')
+            );
+            if let Some(qualifier) = &backend.config.qualifier {
+                url.push_str("?Qualifier=");
+                url.push_str(qualifier);
+            }
+            backend
+                .config
+                .retry
+                .run(|| backend.attempt(&url, &function, payload.clone()))
+                .await
+        })
     }
 }
 

@@ -191,8 +191,8 @@ impl Transport for LocalBackend {
         Box::pin(async move { shared.invoke(envelope, payload, descriptor).await })
     }
 
-    fn stats(&self) -> BackendStats {
-        self.shared.stats()
+    fn stats(&self) -> Option<BackendStats> {
+        Some(self.shared.stats())
     }
 
     fn delivers_shared(&self) -> bool {

@@ -17,7 +17,7 @@ use tokio::io::BufReader;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::platform::local::protocol::{self, Frame};
-use crate::platform::{Backend, BackendStats, Transport};
+use crate::platform::{Backend, Transport};
 use crate::runtime::Runtime;
 use crate::shared::BlobId;
 use crate::wire::Envelope;
@@ -82,7 +82,6 @@ async fn serve_socket(
         frames: frames.clone(),
         calls: Mutex::new(HashMap::new()),
         next_call: AtomicU64::new(1),
-        blob_fetches: AtomicU64::new(0),
     });
     let ctx = Context::with_backend(Backend::new(parent.clone()));
     let runtime = Arc::new(Runtime::new(registry, ctx));
@@ -163,8 +162,6 @@ pub(crate) struct ParentLink {
     frames: mpsc::UnboundedSender<Bytes>,
     calls: Mutex<HashMap<u64, oneshot::Sender<Result<Bytes>>>>,
     next_call: AtomicU64,
-    /// Ids of `next_call` that went to blob fetches, not invocations.
-    blob_fetches: AtomicU64,
 }
 
 impl ParentLink {
@@ -192,7 +189,6 @@ impl ParentLink {
 
     /// Asks the platform for a shared value's blob.
     fn fetch_blob(&self, blob: BlobId) -> BoxFuture<'static, Result<Bytes>> {
-        self.blob_fetches.fetch_add(1, Ordering::Relaxed);
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, outcome) = oneshot::channel();
         self.calls
@@ -239,18 +235,5 @@ impl Transport for Arc<ParentLink> {
         _descriptor: Option<&'static crate::FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
         ParentLink::invoke(self, envelope, payload)
-    }
-
-    fn stats(&self) -> BackendStats {
-        BackendStats {
-            backend: BackendKind::Local,
-            max_workers: 0,
-            workers: 0,
-            cold_starts: 0,
-            invocations: self.next_call.load(Ordering::Relaxed)
-                - 1
-                - self.blob_fetches.load(Ordering::Relaxed),
-            functions: Vec::new(),
-        }
     }
 }

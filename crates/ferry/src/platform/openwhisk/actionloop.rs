@@ -136,8 +136,7 @@ pub(crate) async fn activate(runtime: &Runtime, line: &str) -> Value {
         .await
     {
         Ok(output) => match serde_json::from_slice::<Value>(&output) {
-            Ok(Value::Object(object)) => Value::Object(object),
-            Ok(other) => json!({ "result": other }),
+            Ok(output) => Value::Object(super::wrap_result(output)),
             Err(e) => json!({ "error": format!("the output is not json: {e}") }),
         },
         Err(failure) => super::server::error_result(&failure),

@@ -13,7 +13,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -21,7 +20,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::platform::retry::RetryPolicy;
-use crate::platform::{BackendKind, BackendStats, Transport};
+use crate::platform::{BackendKind, RemoteClient};
 use crate::wire::Envelope;
 use crate::{Error, ErrorKind, FunctionDescriptor, Result};
 
@@ -211,7 +210,6 @@ fn read_wskprops(path: &Path) -> Result<Vec<(String, String)>> {
 pub(crate) struct OpenWhiskBackend {
     config: OpenWhiskConfig,
     client: reqwest::Client,
-    invocations: AtomicU64,
 }
 
 impl OpenWhiskBackend {
@@ -222,45 +220,7 @@ impl OpenWhiskBackend {
             .danger_accept_invalid_certs(config.insecure)
             .build()
             .map_err(|e| Error::config(format!("cannot build the http client: {e}")))?;
-        Ok(Self {
-            config,
-            client,
-            invocations: AtomicU64::new(0),
-        })
-    }
-
-    fn invoke(
-        self: &Arc<Self>,
-        envelope: Envelope,
-        payload: Bytes,
-        descriptor: Option<&'static FunctionDescriptor>,
-    ) -> BoxFuture<'static, Result<Bytes>> {
-        let backend = self.clone();
-        self.invocations.fetch_add(1, Ordering::Relaxed);
-        Box::pin(async move {
-            crate::platform::check_json_event(
-                &envelope,
-                &payload,
-                backend.config.max_payload,
-                BackendKind::OpenWhisk,
-            )?;
-            let payload = crate::platform::with_flow_param(&envelope, payload)?;
-            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
-            let action = backend.config.action(&envelope.function, name)?;
-            let url = format!(
-                "{}/api/v1/namespaces/{}/actions/{action}?blocking=true&result=true",
-                backend.config.api_host, backend.config.namespace
-            );
-            let answer = backend
-                .config
-                .retry
-                .run(|| backend.attempt(&url, &action, &envelope, payload.clone()))
-                .await?;
-            match answer {
-                Answer::Result(body) => Ok(body),
-                Answer::Accepted(activation) => backend.poll(&activation).await,
-            }
-        })
+        Ok(Self { config, client })
     }
 
     async fn attempt(
@@ -432,73 +392,66 @@ fn controller_error(status: u16, action: &str, body: &[u8]) -> Error {
     }
 }
 
-/// Shared so that each invocation's future owns the client.
-impl Transport for Arc<OpenWhiskBackend> {
-    fn kind(&self) -> BackendKind {
-        BackendKind::OpenWhisk
-    }
+impl RemoteClient for OpenWhiskBackend {
+    const KIND: BackendKind = BackendKind::OpenWhisk;
+    const CODEC: crate::Codec = crate::Codec::Json;
 
-    fn invoke(
-        &self,
-        _ctx: &crate::Context,
+    fn send(
+        self: &Arc<Self>,
         envelope: Envelope,
         payload: Bytes,
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
-        OpenWhiskBackend::invoke(self, envelope, payload, descriptor)
-    }
-
-    fn stats(&self) -> BackendStats {
-        crate::platform::remote_stats(
-            BackendKind::OpenWhisk,
-            self.invocations.load(Ordering::Relaxed),
-        )
-    }
-
-    fn codec(&self) -> crate::Codec {
-        crate::Codec::Json
-    }
-
-    fn unwrap_output(&self, output: &[u8]) -> Option<Vec<u8>> {
-        unwrap_result(output)
-    }
-}
-
-/// What an action's result wraps: ferry answers any output that is not a JSON object as
-/// `{"result": output}`; object outputs are the result itself.
-fn unwrap_result(result: &[u8]) -> Option<Vec<u8>> {
-    match serde_json::from_slice::<Value>(result) {
-        Ok(Value::Object(mut object)) if object.len() == 1 => {
-            serde_json::to_vec(&object.remove("result")?).ok()
-        }
-        _ => None,
+        let backend = self.clone();
+        Box::pin(async move {
+            let payload = crate::platform::json_event(
+                &envelope,
+                payload,
+                backend.config.max_payload,
+                BackendKind::OpenWhisk,
+            )?;
+            let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
+            let action = backend.config.action(&envelope.function, name)?;
+            let url = format!(
+                "{}/api/v1/namespaces/{}/actions/{action}?blocking=true&result=true",
+                backend.config.api_host, backend.config.namespace
+            );
+            let answer = backend
+                .config
+                .retry
+                .run(|| backend.attempt(&url, &action, &envelope, payload.clone()))
+                .await?;
+            let result = match answer {
+                Answer::Result(body) => body,
+                Answer::Accepted(activation) => backend.poll(&activation).await?,
+            };
+            // The function's output, out of the `{"result": …}` a ferry runtime puts it in.
+            Ok(super::unwrap_result(&result).map_or(result, Bytes::from))
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
-    fn decode_result<T: serde::de::DeserializeOwned>(result: &[u8]) -> Result<T> {
-        crate::platform::decode_output(crate::Codec::Json, result, unwrap_result)
-    }
-
     #[test]
-    fn results_are_unwrapped_only_when_the_whole_does_not_decode() {
-        assert_eq!(decode_result::<u64>(br#"{"result": 4}"#).unwrap(), 4);
-        assert_eq!(
-            decode_result::<Option<u64>>(br#"{"result": null}"#).unwrap(),
-            None
-        );
-        #[derive(serde::Deserialize, Debug, PartialEq)]
-        struct Wrapped {
-            result: u64,
+    fn results_unwrap_to_exactly_the_output() {
+        for output in [
+            json!(4),
+            json!(null),
+            json!("text"),
+            json!([1, 2]),
+            json!({"result": 4}),
+            json!({"result": 4, "other": 1}),
+            json!({"sum": 3}),
+        ] {
+            let result = serde_json::to_vec(&super::super::wrap_result(output.clone())).unwrap();
+            let unwrapped = super::super::unwrap_result(&result).unwrap_or(result);
+            assert_eq!(serde_json::from_slice::<Value>(&unwrapped).unwrap(), output);
         }
-        assert_eq!(
-            decode_result::<Wrapped>(br#"{"result": 4}"#).unwrap(),
-            Wrapped { result: 4 }
-        );
-        assert!(decode_result::<u64>(br#"{"result": 4, "other": 1}"#).is_err());
     }
 
     #[test]

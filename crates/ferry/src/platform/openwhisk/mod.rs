@@ -32,3 +32,27 @@ fn fd_is_pipe(fd: i32) -> bool {
         libc::fstat(fd, &mut stat) == 0 && (stat.st_mode & libc::S_IFMT) == libc::S_IFIFO
     }
 }
+
+/// An activation's result is a JSON object: an output that is not one travels as
+/// `{"result": output}`, and so does an object whose only key is `result`, so that taking the
+/// `result` out of a one-key `{"result": …}` always gives the output back.
+pub(crate) fn wrap_result(output: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match output {
+        serde_json::Value::Object(object) if !is_wrapped(&object) => object,
+        other => serde_json::Map::from_iter([("result".to_owned(), other)]),
+    }
+}
+
+/// The output an activation's result holds (see [`wrap_result`]).
+pub(crate) fn unwrap_result(result: &[u8]) -> Option<Vec<u8>> {
+    match serde_json::from_slice::<serde_json::Value>(result) {
+        Ok(serde_json::Value::Object(mut object)) if is_wrapped(&object) => {
+            serde_json::to_vec(&object.remove("result")?).ok()
+        }
+        _ => None,
+    }
+}
+
+fn is_wrapped(object: &serde_json::Map<String, serde_json::Value>) -> bool {
+    object.len() == 1 && object.contains_key("result")
+}

@@ -255,10 +255,11 @@ async fn activate(action: &Action, body: &[u8]) -> Response {
         .await;
     match result {
         Ok(output) => match serde_json::from_slice::<Value>(&output) {
-            Ok(Value::Object(object)) => {
-                (StatusCode::OK, Json(Value::Object(object))).into_response()
-            }
-            Ok(other) => (StatusCode::OK, Json(json!({ "result": other }))).into_response(),
+            Ok(output) => (
+                StatusCode::OK,
+                Json(Value::Object(super::wrap_result(output))),
+            )
+                .into_response(),
             Err(e) => error(
                 StatusCode::BAD_GATEWAY,
                 format!("the output is not json: {e}"),
