@@ -15,6 +15,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== cargo clippy on each of ferry's features alone (warnings are errors)"
+for feature in "" local http openwhisk lambda web state progress; do
+  cargo clippy --package ferry --no-default-features --features "$feature" --locked --quiet -- -D warnings
+done
+
 echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 

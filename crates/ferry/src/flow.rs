@@ -33,8 +33,8 @@
 //! Two ways to run one, chosen per flow with [`Flow::mode`]:
 //!
 //! - [`FlowMode::Chained`] (the default): the invocation of the first stage carries the route of
-//!   the rest ([`Envelope::flow`]); the worker that ran a stage invokes the next one itself, and
-//!   only the final output (or the first failure) comes back. Nothing central sits on the data
+//!   the rest (the envelope's `flow`, see docs/wire.md); the worker that ran a stage invokes the
+//!   next one itself, and only the final output (or the first failure) comes back. Nothing central sits on the data
 //!   path: on HTTP services, each service calls the next one's URL.
 //! - [`FlowMode::Orchestrated`]: the caller invokes each stage in turn and hands each output to
 //!   the next stage (an orchestrator function's way).

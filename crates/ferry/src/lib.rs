@@ -32,6 +32,21 @@
 //! - Every invocation ends in its output or an [`Error`] whose [`ErrorKind`] says why.
 //! - [`Shared`] wraps an argument many tasks share: encoded once, sent by content hash.
 
+// A build with some platforms left out leaves parts of the shared code unused.
+#![cfg_attr(
+    not(all(
+        feature = "local",
+        feature = "http",
+        feature = "openwhisk",
+        feature = "lambda",
+        feature = "web",
+        feature = "state",
+        feature = "progress"
+    )),
+    allow(dead_code, unused_imports, unused_variables)
+)]
+
+#[cfg(feature = "lambda")]
 pub mod aws;
 pub mod codec;
 pub mod config;
@@ -51,10 +66,11 @@ mod role;
 mod run;
 mod runtime;
 pub mod shared;
+#[cfg(feature = "state")]
 pub mod state;
-pub mod summary;
+#[cfg(feature = "web")]
 pub mod web;
-pub mod wire;
+mod wire;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -68,14 +84,20 @@ pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor
 pub use graph::{Graph, Node};
 pub use manifest::Manifest;
 pub use metrics::FunctionStats;
-pub use platform::{
-    BackendKind, BackendStats, HttpConfig, LambdaConfig, LambdaHttp, LocalConfig, OpenWhiskConfig,
-    RetryPolicy,
-};
+#[cfg(feature = "http")]
+pub use platform::HttpConfig;
+#[cfg(feature = "local")]
+pub use platform::LocalConfig;
+#[cfg(feature = "openwhisk")]
+pub use platform::OpenWhiskConfig;
+pub use platform::{BackendKind, BackendStats, RetryPolicy};
+#[cfg(feature = "lambda")]
+pub use platform::{LambdaConfig, LambdaHttp};
 pub use registry::{Registration, Registry};
 pub use role::{ROLE_VAR, Role};
 pub use run::{run, run_with_args};
 pub use shared::Shared;
+pub use wire::InvocationId;
 
 /// serde, as ferry uses it: a crate whose only dependency is ferry derives with
 /// `#[derive(ferry::serde::Serialize, ferry::serde::Deserialize)]` and
@@ -146,7 +168,9 @@ pub use ferry_macros::test;
 
 /// What most programs need.
 pub mod prelude {
-    pub use crate::{BackendKind, Codec, Context, Error, ErrorKind, Function, LocalConfig};
+    #[cfg(feature = "local")]
+    pub use crate::LocalConfig;
+    pub use crate::{BackendKind, Codec, Context, Error, ErrorKind, Function};
 }
 
 /// The README's example compiles and runs as a doctest.

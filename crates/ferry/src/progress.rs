@@ -1,12 +1,38 @@
-//! A progress bar for long fan-outs: on stderr when it is a terminal, nothing otherwise.
+//! A progress bar for long fan-outs: on stderr when it is a terminal, nothing otherwise (and
+//! nothing at all without the `progress` feature).
 
+#[cfg(feature = "progress")]
 use std::io::IsTerminal;
+#[cfg(feature = "progress")]
 use std::time::Duration;
 
+#[cfg(feature = "progress")]
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Without the `progress` feature there is no bar to draw.
+#[cfg(not(feature = "progress"))]
+pub(crate) fn wanted() -> bool {
+    false
+}
+
+/// Without the `progress` feature: nothing.
+#[cfg(not(feature = "progress"))]
+pub(crate) struct Progress;
+
+#[cfg(not(feature = "progress"))]
+impl Progress {
+    pub(crate) fn new(_total: u64, _enabled: bool) -> Self {
+        Self
+    }
+
+    pub(crate) fn inc(&self) {}
+
+    pub(crate) fn grow(&self, _by: u64) {}
+}
 
 /// `FERRY_PROGRESS=never` hides bars, `always` shows them even off a terminal. (A bad value
 /// stopped the program at its entry.)
+#[cfg(feature = "progress")]
 pub(crate) fn wanted() -> bool {
     match crate::config::PROGRESS.word() {
         Ok(Some("never")) => false,
@@ -15,10 +41,12 @@ pub(crate) fn wanted() -> bool {
     }
 }
 
+#[cfg(feature = "progress")]
 pub(crate) struct Progress {
     bar: Option<ProgressBar>,
 }
 
+#[cfg(feature = "progress")]
 impl Progress {
     pub(crate) fn new(total: u64, enabled: bool) -> Self {
         let bar = enabled.then(|| {
@@ -49,6 +77,7 @@ impl Progress {
     }
 }
 
+#[cfg(feature = "progress")]
 impl Drop for Progress {
     fn drop(&mut self) {
         if let Some(bar) = &self.bar {

@@ -146,11 +146,22 @@ where
     };
     match role {
         Role::Manifest => print_manifest(false),
+        #[cfg(feature = "local")]
         Role::LocalWorker => crate::platform::local::server::serve(registry),
+        #[cfg(feature = "openwhisk")]
         Role::OpenWhisk => crate::platform::openwhisk::server::serve(registry),
+        #[cfg(feature = "openwhisk")]
         Role::ActionLoop => crate::platform::openwhisk::actionloop::serve(registry),
+        #[cfg(feature = "http")]
         Role::Http => crate::platform::http::server::serve(registry),
+        #[cfg(feature = "lambda")]
         Role::Lambda => crate::platform::lambda::server::serve(registry),
+        #[allow(unreachable_patterns)]
+        Role::LocalWorker | Role::OpenWhisk | Role::ActionLoop | Role::Http | Role::Lambda => {
+            fail(&crate::Error::config(format!(
+                "this program was built without the ferry feature that serves {role:?}"
+            )))
+        }
         Role::Host => {
             // Only a host reads the command line: a worker's belongs to its platform.
             let (options, args) = parse();

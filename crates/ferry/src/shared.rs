@@ -32,7 +32,7 @@
 //! - **By id** on the `local` and `http` backends, in arguments of [`Context::call`](crate::Context::call) (and
 //!   `spawn`, `map`, graphs…): the value is encoded with the binary codec once per `Shared`
 //!   (clones share it), hashed with SHA-256 over a codec tag and the bytes, and the call's
-//!   [envelope](crate::wire::Envelope) lists the ids its arguments refer to. A worker that lacks
+//!   envelope (docs/wire.md) lists the ids its arguments refer to. A worker that lacks
 //!   a blob gets it before it decodes the arguments: a local worker asks its platform over its
 //!   socket; an HTTP service answers `428` with the ids it lacks and the client uploads them
 //!   (`PUT /blobs/{id}`, hash checked) and sends the request again.

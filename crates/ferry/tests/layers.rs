@@ -10,12 +10,11 @@ fn is_worker_side(path: &Path) -> bool {
     path.starts_with("runtime/") || path.ends_with("/server.rs") || path.ends_with("/actionloop.rs")
 }
 
-/// Modules that start a process in its role, and so see both sides.
+/// Modules that start a process in its role, and so see both sides: the entry points, and a
+/// web app's server on each platform.
 fn is_entry(path: &Path) -> bool {
-    matches!(
-        path.to_string_lossy().as_ref(),
-        "lib.rs" | "private.rs" | "run.rs" | "web.rs"
-    )
+    let path = path.to_string_lossy();
+    matches!(path.as_ref(), "lib.rs" | "private.rs" | "run.rs") || path.starts_with("web/")
 }
 
 /// How a host-side line would name the worker side or an entry module.
@@ -25,6 +24,7 @@ const WORKER_PATHS: &[&str] = &[
     "actionloop::",
     "crate::run::",
     "crate::web::",
+    "web::",
     "super::server",
 ];
 

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::ensure;
 use clap::Parser;
 use ferry::Context;
-use ferry::summary::FanOutSummary;
+use fanout_summary::FanOutSummary;
 
 #[derive(Debug, Parser)]
 #[command(about = "Computes Fibonacci numbers with recursive ferry invocations")]

@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::ensure;
 use clap::Parser;
 use ferry::Context;
-use ferry::summary::FanOutSummary;
+use fanout_summary::FanOutSummary;
 
 #[derive(Debug, Parser)]
 #[command(about = "Counts N-Queens solutions with one ferry invocation per board prefix")]

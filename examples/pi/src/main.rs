@@ -18,7 +18,7 @@ use std::time::Instant;
 use anyhow::ensure;
 use clap::Parser;
 use ferry::Context;
-use ferry::summary::FanOutSummary;
+use fanout_summary::FanOutSummary;
 
 #[derive(Debug, Parser)]
 #[command(about = "Estimates π by Monte-Carlo sampling spread over ferry invocations")]

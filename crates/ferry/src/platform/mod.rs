@@ -21,9 +21,13 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "http")]
 pub use self::http::HttpConfig;
+#[cfg(feature = "lambda")]
 pub use self::lambda::{LambdaConfig, LambdaHttp};
+#[cfg(feature = "local")]
 pub use self::local::LocalConfig;
+#[cfg(feature = "openwhisk")]
 pub use self::openwhisk::OpenWhiskConfig;
 pub use self::retry::RetryPolicy;
 use crate::wire::Envelope;
@@ -176,6 +180,7 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn shutdown(&self) {}
 }
 
+#[cfg(any(feature = "http", feature = "openwhisk", feature = "lambda"))]
 /// The client of a platform that runs its own workers (HTTP services, OpenWhisk, Lambda):
 /// each invocation's future owns a share of the client, and only the invocations sent are
 /// known (and counted by [`Backend`]).
@@ -196,6 +201,7 @@ pub(crate) trait RemoteClient: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Bytes>>;
 }
 
+#[cfg(any(feature = "http", feature = "openwhisk", feature = "lambda"))]
 impl<C: RemoteClient> Transport for Arc<C> {
     fn kind(&self) -> BackendKind {
         C::KIND
@@ -314,10 +320,16 @@ impl Context {
         crate::role::check_may_host(false, true)?;
         match kind {
             BackendKind::Inline => Ok(Self::inline()),
+            #[cfg(feature = "local")]
             BackendKind::Local => Self::local(LocalConfig::from_env()?),
+            #[cfg(feature = "http")]
             BackendKind::Http => Self::http(HttpConfig::from_env()?),
+            #[cfg(feature = "openwhisk")]
             BackendKind::OpenWhisk => Self::openwhisk(OpenWhiskConfig::from_env()?),
+            #[cfg(feature = "lambda")]
             BackendKind::Lambda => Self::lambda(LambdaConfig::from_env()?),
+            #[allow(unreachable_patterns)]
+            other => Err(not_built(other)),
         }
     }
 
@@ -333,6 +345,7 @@ impl Context {
 
     /// Functions served over HTTP (by `FERRY_ROLE=http` processes: Knative, Cloud Run,
     /// OpenFaaS…).
+    #[cfg(feature = "http")]
     pub fn http(config: HttpConfig) -> Result<Self> {
         crate::config::check()?;
         crate::role::check_may_host(false, true)?;
@@ -342,6 +355,7 @@ impl Context {
     }
 
     /// Functions deployed as OpenWhisk actions, invoked through the controller's REST API.
+    #[cfg(feature = "openwhisk")]
     pub fn openwhisk(config: OpenWhiskConfig) -> Result<Self> {
         crate::config::check()?;
         crate::role::check_may_host(false, true)?;
@@ -351,6 +365,7 @@ impl Context {
     }
 
     /// Functions deployed on AWS Lambda, invoked through the SigV4-signed Invoke API.
+    #[cfg(feature = "lambda")]
     pub fn lambda(config: LambdaConfig) -> Result<Self> {
         crate::config::check()?;
         crate::role::check_may_host(false, true)?;
@@ -360,6 +375,7 @@ impl Context {
     }
 
     /// The embedded local platform with explicit settings.
+    #[cfg(feature = "local")]
     pub fn local(config: LocalConfig) -> Result<Self> {
         crate::config::check()?;
         Ok(Self::with_backend(Backend::new(local::LocalBackend::new(
@@ -368,6 +384,16 @@ impl Context {
     }
 }
 
+/// The error for a backend this build of ferry leaves out.
+pub(crate) fn not_built(kind: BackendKind) -> Error {
+    Error::config(format!(
+        "this program was built without ferry's `{kind}` feature: enable it in Cargo.toml \
+         (`ferry = {{ features = [\"{kind}\"] }}`), or pick another backend with `--backend` \
+         or `FERRY_BACKEND`"
+    ))
+}
+
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// The event a platform whose events are JSON is sent: the arguments, checked against the
 /// platform's limit before anything is sent, with a chained flow's route added.
 pub(crate) fn json_event(
@@ -391,10 +417,12 @@ pub(crate) fn json_event(
     with_flow_param(envelope, payload)
 }
 
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// The parameter that carries a chained flow's route ([`crate::wire::FlowRoute`]) through
 /// platforms whose events are a JSON object of arguments (OpenWhisk, Lambda).
 pub(crate) const FLOW_PARAM: &str = "__ferry_flow";
 
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// The JSON arguments with the envelope's flow route added as [`FLOW_PARAM`], if it has one.
 fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
     let Some(route) = &envelope.flow else {
@@ -418,6 +446,7 @@ fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
         .map_err(|e| Error::protocol(format!("cannot encode the arguments: {e}")))
 }
 
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// Takes [`FLOW_PARAM`] out of JSON arguments: the route of the flow this invocation is a stage
 /// of, if it is one.
 pub(crate) fn take_flow_param(

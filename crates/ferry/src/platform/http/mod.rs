@@ -1,9 +1,12 @@
 //! Plain HTTP, for Knative, Cloud Run and OpenFaaS: [`client`] is the `http` backend, [`server`]
 //! the service mode (`FERRY_ROLE=http`) that serves every function of the program.
 
+#[cfg(feature = "http")]
 pub(crate) mod client;
+#[cfg(feature = "http")]
 pub(crate) mod server;
 
+#[cfg(feature = "http")]
 pub use self::client::HttpConfig;
 
 /// Carries a chained flow's route ([`crate::wire::FlowRoute`] as JSON) to a stage.

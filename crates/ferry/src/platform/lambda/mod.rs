@@ -1,9 +1,12 @@
 //! AWS Lambda: [`client`] is the `lambda` backend (the SigV4-signed Invoke API), [`server`] the
 //! custom runtime (`bootstrap`) that serves a function behind the Runtime API.
 
+#[cfg(feature = "lambda")]
 pub(crate) mod client;
+#[cfg(feature = "lambda")]
 pub(crate) mod server;
 
+#[cfg(feature = "lambda")]
 pub use self::client::{LambdaConfig, LambdaHttp};
 
 /// Lambda's limit on a synchronous invocation's request and on its response (6 MB).

@@ -2,11 +2,15 @@
 //! worker processes of this executable), [`server`] the worker side, and [`protocol`] the frames
 //! both speak over the Unix socket on fd 3.
 
+#[cfg(feature = "local")]
 pub(crate) mod client;
 pub(crate) mod protocol;
+#[cfg(feature = "local")]
 pub(crate) mod server;
 
+#[cfg(feature = "local")]
 pub(crate) use self::client::LocalBackend;
+#[cfg(feature = "local")]
 pub use self::client::LocalConfig;
 
 /// The fd on which a worker finds its socket to the platform.

@@ -2,10 +2,14 @@
 //! [`server`] the Action Interface (`/init` and `/run`, `FERRY_ROLE=openwhisk`) and
 //! [`actionloop`] the executable under the ActionLoop proxy.
 
+#[cfg(feature = "openwhisk")]
 pub(crate) mod actionloop;
+#[cfg(feature = "openwhisk")]
 pub(crate) mod client;
+#[cfg(feature = "openwhisk")]
 pub(crate) mod server;
 
+#[cfg(feature = "openwhisk")]
 pub use self::client::OpenWhiskConfig;
 
 /// OpenWhisk's default limit on an activation's parameters and result

@@ -3,12 +3,13 @@
 
 use serde::Serialize;
 
-use crate::{BackendKind, BackendStats};
+use ferry::{BackendKind, BackendStats};
 
 /// Timing of a fan-out against its sequential baseline, with the backend's counters.
 ///
 /// ```
-/// # use ferry::{BackendKind, Context, summary::FanOutSummary};
+/// # use fanout_summary::FanOutSummary;
+/// # use ferry::Context;
 /// let stats = Context::inline().stats();
 /// let summary = FanOutSummary::new(14200, 64, 0.5, Some(1.0), &stats);
 /// assert_eq!(summary.speedup, Some(2.0));
