@@ -37,35 +37,87 @@ pub struct Error {
 pub enum ErrorKind {
     /// The arguments could not be decoded; `path` is the JSON path of the offending field
     /// (`.` for the whole input).
-    BadInput { path: String, message: String },
+    BadInput {
+        /// The JSON path of the offending field (`.` for the whole input).
+        path: String,
+        /// What was wrong with it.
+        message: String,
+    },
     /// The function returned `Err(e)`; `message` is `e.to_string()`.
-    User { message: String, type_name: String },
+    User {
+        /// The error's `to_string()`.
+        message: String,
+        /// The error's type.
+        type_name: String,
+    },
     /// The function panicked.
-    Panic { message: String },
+    Panic {
+        /// The panic's message.
+        message: String,
+    },
     /// The function ran longer than its timeout.
-    Timeout { limit_ms: u64 },
+    Timeout {
+        /// The limit that ran out, in milliseconds.
+        limit_ms: u64,
+    },
     /// The worker process died while the invocation was in flight.
-    WorkerCrashed { reason: ExitReason },
+    WorkerCrashed {
+        /// How the worker ended.
+        reason: ExitReason,
+    },
     /// The worker exceeded its memory limit and was stopped.
-    OutOfMemory { limit_mb: u64, used_mb: u64 },
+    OutOfMemory {
+        /// The limit, in MiB.
+        limit_mb: u64,
+        /// What the worker held when it was stopped, in MiB.
+        used_mb: u64,
+    },
     /// The backend could not be reached or could not start a worker.
-    Unavailable { message: String },
+    Unavailable {
+        /// Why.
+        message: String,
+    },
     /// The platform refused the invocation for now (HTTP 429): too many in flight or per minute.
-    Throttled { message: String },
+    Throttled {
+        /// The platform's message.
+        message: String,
+    },
     /// The encoded arguments or result exceed what the transport accepts.
-    PayloadTooLarge { size: u64, limit: u64 },
+    PayloadTooLarge {
+        /// The size, in bytes.
+        size: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// No function with this id or name is registered where the invocation arrived.
-    UnknownFunction { id: String },
+    UnknownFunction {
+        /// The id or name asked for.
+        id: String,
+    },
     /// A value could not be encoded, or a peer broke the wire protocol.
-    Protocol { message: String },
+    Protocol {
+        /// What went wrong.
+        message: String,
+    },
     /// The operation was given an invalid setting (an unknown backend name, say).
-    Config { message: String },
+    Config {
+        /// What is wrong with the setting.
+        message: String,
+    },
     /// The platform could not run the function at all: its own failure, not the function's (an
     /// emulator without its container engine, a runtime that never started).
-    Platform { message: String },
+    Platform {
+        /// The platform's message.
+        message: String,
+    },
     /// The arguments refer to shared values ([`Shared`](crate::Shared)) by content hash that
     /// could not be had where the function runs; `ids` are the hashes in hex.
-    MissingShared { ids: Vec<String>, message: String },
+    MissingShared {
+        /// The content hashes of the missing values, in hex.
+        ids: Vec<String>,
+        /// Why they could not be had.
+        message: String,
+    },
 }
 
 /// How a worker process ended.

@@ -32,6 +32,7 @@
 //! - Every invocation ends in its output or an [`Error`] whose [`ErrorKind`] says why.
 //! - [`Shared`] wraps an argument many tasks share: encoded once, sent by content hash.
 
+#![warn(missing_docs, unreachable_pub)]
 // A build with some platforms left out leaves parts of the shared code unused.
 #![cfg_attr(
     not(all(

@@ -57,12 +57,12 @@ pub const REDIS_URL_VAR: &str = crate::config::REDIS_URL.name;
 /// drops. Open one per process: [`Store::for_process`] in functions, or keep one in the host.
 #[derive(Clone)]
 pub struct Store {
-    shared: Arc<Shared>,
+    redis: Arc<Connection>,
     /// Prepended to every handle's name: `""` or namespaces joined by `:`, ending in `:`.
     prefix: Arc<str>,
 }
 
-struct Shared {
+struct Connection {
     client: redis::Client,
     connection: OnceCell<ConnectionManager>,
 }
@@ -87,7 +87,7 @@ impl Store {
         let client = redis::Client::open(url)
             .map_err(|e| Error::config(format!("`{}` is not a redis url: {e}", redact(url))))?;
         Ok(Self {
-            shared: Arc::new(Shared {
+            redis: Arc::new(Connection {
                 client,
                 connection: OnceCell::new(),
             }),
@@ -142,7 +142,7 @@ impl Store {
     #[must_use]
     pub fn namespace(&self, name: &str) -> Self {
         Self {
-            shared: self.shared.clone(),
+            redis: self.redis.clone(),
             prefix: Arc::from(format!("{}{name}:", self.prefix)),
         }
     }
@@ -191,19 +191,19 @@ impl Store {
         }
     }
 
-    fn handle(&self, name: &str) -> Handle {
-        Handle {
+    fn handle(&self, name: &str) -> KeyHandle {
+        KeyHandle {
             store: self.clone(),
             key: format!("{}{name}", self.prefix),
         }
     }
 
     fn address(&self) -> String {
-        self.shared.client.get_connection_info().addr().to_string()
+        self.redis.client.get_connection_info().addr().to_string()
     }
 
     async fn connection(&self) -> Result<ConnectionManager> {
-        self.shared
+        self.redis
             .connection
             .get_or_try_init(|| {
                 let config = ConnectionManagerConfig::new()
@@ -211,7 +211,7 @@ impl Store {
                     .set_response_timeout(Some(Duration::from_secs(10)))
                     .set_number_of_retries(3)
                     .set_max_delay(Duration::from_secs(1));
-                ConnectionManager::new_with_config(self.shared.client.clone(), config)
+                ConnectionManager::new_with_config(self.redis.client.clone(), config)
             })
             .await
             .cloned()
@@ -250,12 +250,12 @@ fn redact(url: &str) -> String {
 
 /// One key of a store.
 #[derive(Debug, Clone)]
-struct Handle {
+struct KeyHandle {
     store: Store,
     key: String,
 }
 
-impl Handle {
+impl KeyHandle {
     /// Runs `command` on this key, followed by `arguments`.
     async fn query<T: redis::FromRedisValue>(
         &self,
@@ -282,7 +282,7 @@ impl Handle {
 /// An absent key counts as 0. Made by [`Store::counter`].
 #[derive(Debug, Clone)]
 pub struct Counter {
-    handle: Handle,
+    handle: KeyHandle,
 }
 
 impl Counter {
@@ -399,13 +399,13 @@ static OFFER: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(OFFE
 
 #[derive(Debug, Clone)]
 struct Register<T> {
-    handle: Handle,
+    handle: KeyHandle,
     direction: Direction,
     value: PhantomData<fn() -> T>,
 }
 
 impl<T: RegisterValue> Register<T> {
-    fn new(handle: Handle, direction: Direction) -> Self {
+    fn new(handle: KeyHandle, direction: Direction) -> Self {
         Self {
             handle,
             direction,
@@ -508,7 +508,7 @@ register_type!(
 
 /// A key holding a `T` as JSON, shared by every instance. Made by [`Store::key`].
 pub struct Key<T> {
-    handle: Handle,
+    handle: KeyHandle,
     value: PhantomData<fn() -> T>,
 }
 

@@ -13,7 +13,7 @@ use crate::shared::BlobId;
 
 /// Metadata of one invocation; the encoded arguments travel next to it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// Id (or unique name) of the function to run.
     pub function: String,
     /// Unique id of this invocation.
@@ -48,7 +48,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// A fresh envelope for a call to `function`.
-    pub fn new(function: impl Into<String>, codec: Codec) -> Self {
+    pub(crate) fn new(function: impl Into<String>, codec: Codec) -> Self {
         Self {
             function: function.into(),
             invocation: InvocationId::next(),
@@ -64,7 +64,7 @@ impl Envelope {
     }
 
     /// Time left before the caller's deadline, if it set one.
-    pub fn remaining(&self) -> Option<Duration> {
+    pub(crate) fn remaining(&self) -> Option<Duration> {
         let deadline = self.deadline_ms?;
         Some(Duration::from_millis(deadline.saturating_sub(unix_ms())))
     }
@@ -72,7 +72,7 @@ impl Envelope {
 
 /// Where a chained flow stands: carried by each stage's invocation, point to point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FlowRoute {
+pub(crate) struct FlowRoute {
     /// Position of this invocation's function in the flow (0 for the first stage).
     pub stage: u32,
     /// The stages after this one, in order.
@@ -81,7 +81,7 @@ pub struct FlowRoute {
 
 /// One stage still to run in a chained flow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RouteStep {
+pub(crate) struct RouteStep {
     /// Id of the stage's function.
     pub function: String,
     /// Whether the previous stage returns an `Option` whose `None` ends the flow.

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use ferry::Context;
 use fanout_summary::FanOutSummary;
+use ferry::Context;
 
 #[derive(Debug, Parser)]
 #[command(about = "Computes Fibonacci numbers with recursive ferry invocations")]

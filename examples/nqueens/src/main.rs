@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use ferry::Context;
 use fanout_summary::FanOutSummary;
+use ferry::Context;
 
 #[derive(Debug, Parser)]
 #[command(about = "Counts N-Queens solutions with one ferry invocation per board prefix")]

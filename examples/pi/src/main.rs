@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use ferry::Context;
 use fanout_summary::FanOutSummary;
+use ferry::Context;
 
 #[derive(Debug, Parser)]
 #[command(about = "Estimates π by Monte-Carlo sampling spread over ferry invocations")]

@@ -7,12 +7,12 @@ use serde::de::DeserializeOwned;
 
 use crate::{Error, Result};
 
-pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+pub(super) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     Ok(wrap(&super::binary::encode(value)?))
 }
 
 /// Binary bytes as a base64 JSON string.
-pub fn wrap(binary: &[u8]) -> Vec<u8> {
+pub(crate) fn wrap(binary: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(STANDARD.encoded_length(binary.len()) + 2);
     out.push(b'"');
     STANDARD.encode_append(binary, &mut out);
@@ -20,12 +20,12 @@ pub fn wrap(binary: &[u8]) -> Vec<u8> {
     out
 }
 
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+pub(super) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     super::binary::decode(&unwrap(bytes)?)
 }
 
 /// The binary bytes inside a base64 JSON string.
-pub fn unwrap(bytes: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn unwrap(bytes: &[u8]) -> Result<Vec<u8>> {
     let trimmed = bytes.trim_ascii();
     let binary = match trimmed {
         [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => STANDARD.decode_to_vec(inner),

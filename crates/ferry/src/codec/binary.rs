@@ -17,13 +17,13 @@ fn options() -> impl Options {
         .reject_trailing_bytes()
 }
 
-pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+pub(super) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     options()
         .serialize(value)
         .map_err(|e| Error::protocol(format!("cannot encode as binary: {e}")))
 }
 
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+pub(super) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     options()
         .deserialize(bytes)
         .map_err(|e| Error::bad_input(".", format!("invalid binary input: {e}")))

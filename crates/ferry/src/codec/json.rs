@@ -5,11 +5,11 @@ use serde::de::DeserializeOwned;
 
 use crate::{Error, Result};
 
-pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+pub(super) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(|e| Error::protocol(format!("cannot encode as json: {e}")))
 }
 
-pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+pub(super) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();

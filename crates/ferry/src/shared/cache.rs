@@ -19,11 +19,11 @@ const DEFAULT_LIMIT_MB: usize = 64;
 
 pub(crate) struct Cache {
     limit_bytes: usize,
-    state: Mutex<State>,
+    state: Mutex<CacheState>,
 }
 
 #[derive(Default)]
-struct State {
+struct CacheState {
     entries: HashMap<BlobId, Arc<Entry>>,
     bytes: usize,
     clock: u64,
@@ -55,7 +55,7 @@ impl Cache {
     pub(crate) fn new(limit_bytes: usize) -> Self {
         Self {
             limit_bytes,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(CacheState::default()),
         }
     }
 

@@ -134,7 +134,7 @@ impl LocalConfig {
 
 /// The handle contexts hold; dropping the last one stops the workers.
 pub(crate) struct LocalBackend {
-    shared: Arc<Shared>,
+    shared: Arc<Scheduler>,
 }
 
 impl Drop for LocalBackend {
@@ -162,11 +162,11 @@ impl LocalBackend {
             None => Registry::global()?.max_memory_mb().map(u64::from),
         };
         Ok(Self {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Scheduler {
                 config,
                 exe,
                 memory_limit_mb,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(SchedulerState::default()),
                 next_slot: AtomicU64::new(1),
                 cold_starts: AtomicU64::new(0),
                 invocations: AtomicU64::new(0),
@@ -213,18 +213,18 @@ impl Transport for LocalBackend {
     }
 }
 
-struct Shared {
+struct Scheduler {
     config: LocalConfig,
     exe: PathBuf,
     memory_limit_mb: Option<u64>,
-    state: Mutex<State>,
+    state: Mutex<SchedulerState>,
     next_slot: AtomicU64,
     cold_starts: AtomicU64,
     invocations: AtomicU64,
 }
 
 #[derive(Default)]
-struct State {
+struct SchedulerState {
     workers: Vec<Worker>,
     queues: HashMap<Arc<str>, VecDeque<Job>>,
     next_worker: u64,
@@ -345,7 +345,7 @@ impl Worker {
     }
 }
 
-impl State {
+impl SchedulerState {
     /// Every queued invocation's reply, the queues left empty: what fails when nothing will run.
     fn take_queued(&mut self) -> Vec<Reply> {
         self.queues
@@ -415,7 +415,7 @@ impl State {
     }
 }
 
-impl Shared {
+impl Scheduler {
     /// Where to send frames to worker `worker_id`, while it takes them.
     fn frames_of(&self, worker_id: u64) -> Option<mpsc::UnboundedSender<Bytes>> {
         self.lock()
@@ -425,7 +425,7 @@ impl Shared {
             .and_then(|w| w.frames.clone())
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, SchedulerState> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -501,7 +501,7 @@ impl Shared {
 
     /// Dispatches queued invocations of `function`: to a worker with a free slot, else to a new
     /// worker while fewer than `max_workers` run, else as prefetch to a busy worker.
-    fn pump(self: &Arc<Self>, state: &mut State, function: &Arc<str>) {
+    fn pump(self: &Arc<Self>, state: &mut SchedulerState, function: &Arc<str>) {
         let prefetch = self.config.prefetch;
         loop {
             let Some(limits) = state
@@ -550,7 +550,7 @@ impl Shared {
         }
     }
 
-    fn pump_all(self: &Arc<Self>, state: &mut State) {
+    fn pump_all(self: &Arc<Self>, state: &mut SchedulerState) {
         let functions: Vec<Arc<str>> = state
             .queues
             .iter()
@@ -563,7 +563,7 @@ impl Shared {
         state.queues.retain(|_, q| !q.is_empty());
     }
 
-    fn start_worker(self: &Arc<Self>, state: &mut State) -> Result<usize> {
+    fn start_worker(self: &Arc<Self>, state: &mut SchedulerState) -> Result<usize> {
         let id = state.next_worker;
         state.next_worker += 1;
         let started = worker::start(self.clone(), id, &self.exe).map_err(|e| {
@@ -774,7 +774,7 @@ impl Shared {
         }
     }
 
-    fn ensure_monitor(self: &Arc<Self>, state: &mut State) {
+    fn ensure_monitor(self: &Arc<Self>, state: &mut SchedulerState) {
         if state.monitor_running {
             return;
         }
@@ -876,7 +876,7 @@ fn millis(duration: Duration) -> f64 {
 }
 
 /// Clears `monitor_running` when the monitor task ends, however it ends.
-struct MonitorGuard(Weak<Shared>);
+struct MonitorGuard(Weak<Scheduler>);
 
 impl Drop for MonitorGuard {
     fn drop(&mut self) {

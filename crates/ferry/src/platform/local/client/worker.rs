@@ -13,7 +13,7 @@ use tokio::net::unix::OwnedReadHalf;
 use tokio::process::Child;
 use tokio::sync::mpsc;
 
-use super::{Ending, Shared};
+use super::{Ending, Scheduler};
 use crate::ExitReason;
 use crate::platform::local::{WORKER_FD, protocol};
 
@@ -22,7 +22,7 @@ pub(super) struct Started {
     pub frames: mpsc::UnboundedSender<Bytes>,
 }
 
-pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result<Started> {
+pub(super) fn start(shared: Arc<Scheduler>, id: u64, exe: &Path) -> std::io::Result<Started> {
     let (host_end, worker_end) = std::os::unix::net::UnixStream::pair()?;
     let worker_fd = worker_end.as_raw_fd();
     let mut command = std::process::Command::new(exe);
@@ -65,7 +65,7 @@ pub(super) fn start(shared: Arc<Shared>, id: u64, exe: &Path) -> std::io::Result
 
 /// Reports the worker's end to the platform, even when the task is dropped with its runtime.
 struct EndGuard {
-    shared: Arc<Shared>,
+    shared: Arc<Scheduler>,
     id: u64,
     ending: Ending,
 }
@@ -76,7 +76,7 @@ impl Drop for EndGuard {
     }
 }
 
-async fn read_worker(shared: Arc<Shared>, id: u64, read: OwnedReadHalf, mut child: Child) {
+async fn read_worker(shared: Arc<Scheduler>, id: u64, read: OwnedReadHalf, mut child: Child) {
     let mut end = EndGuard {
         shared: shared.clone(),
         id,
