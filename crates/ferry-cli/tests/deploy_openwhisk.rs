@@ -198,8 +198,9 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
         .await,
         "invoke the deployed action",
     );
+    // The function's output, as on every platform (not OpenWhisk's `{"result": 42}`).
     assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&invoked).unwrap()["result"],
+        serde_json::from_str::<serde_json::Value>(&invoked).unwrap(),
         42,
         "{invoked}"
     );
