@@ -9,8 +9,11 @@
 //! cargo build --release -p lambda-only --features all-platforms
 //! cp target/release/lambda-only target/lambda-only-all-platforms
 //! cargo build --release -p lambda-only
-//! cargo bench -p ferry-tests --bench cold_start -- target/lambda-only-all-platforms target/release/lambda-only
+//! cargo bench -p ferry-tests --bench cold_start -- \
+//!     $PWD/target/lambda-only-all-platforms $PWD/target/release/lambda-only
 //! ```
+//!
+//! (Absolute paths: cargo runs the benchmark in the package's folder.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
