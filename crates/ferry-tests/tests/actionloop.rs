@@ -206,6 +206,13 @@ fn a_web_program_serves_its_router_and_its_functions() {
     assert_eq!(page["statusCode"], 200, "{page}");
     assert_eq!(page["body"], "hello loop!", "{page}");
     assert_eq!(page["headers"]["content-type"], "text/plain; charset=utf-8");
+    // The activation's context reaches the handler's `ctx`, not the process environment.
+    let seen = exec.activate(json!({
+        "value": {"__ow_method": "get", "__ow_path": "/activation", "__ow_headers": {}},
+        "action_name": "/guest/web-fixture-web-5142fd6d",
+        "activation_id": "act-2",
+    }));
+    assert_eq!(seen["body"], r#"Some("act-2") None"#, "{seen}");
     // Without a ferry backend the handler's context runs functions in this process.
     let sum = exec.activate(json!({
         "value": {"__ow_method": "get", "__ow_path": "/add/40/2", "__ow_headers": {}},

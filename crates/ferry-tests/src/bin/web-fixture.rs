@@ -39,6 +39,15 @@ fn app() -> Router {
                 }
             }),
         )
+        // What the platform said about this request, through the handler's context.
+        .route(
+            "/activation",
+            get(|ctx: ferry::Context| async move {
+                let metadata = ctx.invocation().map(|i| i.metadata.clone()).unwrap_or_default();
+                let exported = std::env::var("__OW_ACTIVATION_ID").ok();
+                format!("{:?} {exported:?}", metadata.get("__OW_ACTIVATION_ID"))
+            }),
+        )
         .route(
             "/hello/{name}",
             get(|Path(name): Path<String>, Query(query): Query<HashMap<String, String>>| async move {
