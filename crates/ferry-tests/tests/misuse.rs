@@ -238,3 +238,33 @@ async fn settle_within_5s(ctx: &Context, tasks: i64) -> Vec<ferry::Result<i64>> 
     );
     results
 }
+
+/// A bad setting stops a program at start-up with the variable and what it takes; nothing runs.
+#[test]
+fn a_bad_setting_stops_the_program_naming_the_variable() {
+    for (variable, value, accepted) in [
+        ("FERRY_ROLE", "bogus", "must be one of `host`"),
+        ("FERRY_LOCAL_WORKERS", "0", "must be a whole number above 0"),
+        ("FERRY_REPORT", "maybe", "must be one of 1, true, yes, on"),
+        ("FERRY_LOG", "[[[", "`FERRY_LOG` is not a log filter"),
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_fanout-host"))
+            .env(variable, value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{variable}={value}: {stderr}"
+        );
+        assert!(
+            stderr.contains(variable) && stderr.contains(accepted),
+            "{variable}={value}: {stderr}"
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{variable}={value} ran the program"
+        );
+    }
+}
