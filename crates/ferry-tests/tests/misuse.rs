@@ -240,8 +240,9 @@ async fn settle_within_5s(ctx: &Context, tasks: i64) -> Vec<ferry::Result<i64>> 
 }
 
 /// A bad setting stops a program at start-up with the variable and what it takes; nothing runs.
-#[test]
-fn a_bad_setting_stops_the_program_naming_the_variable() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_setting_stops_the_program_naming_the_variable() {
+    let _own = OWN_CHILDREN.lock().await;
     for (variable, value, accepted) in [
         ("FERRY_ROLE", "bogus", "must be one of `host`"),
         ("FERRY_LOCAL_WORKERS", "0", "must be a whole number above 0"),
