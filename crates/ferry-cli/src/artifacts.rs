@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use ferry::Manifest;
+use ferry_core::Manifest;
 use serde::{Deserialize, Serialize};
 
 /// A platform ferry builds for and deploys to.

@@ -1,24 +1,24 @@
-//! Names of deployed functions: `<app>-<function>-<hash>`, by the rules of [`ferry::naming`]
+//! Names of deployed functions: `<app>-<function>-<hash>`, by the rules of [`ferry_core::naming`]
 //! (which the `lambda` and `openwhisk` backends follow with `FERRY_APP`), plus Knative's
 //! DNS-label names.
 
 use anyhow::bail;
-use ferry::FunctionConfig;
-use ferry::manifest::{Manifest, ManifestFunction};
+use ferry_core::FunctionConfig;
+use ferry_core::manifest::{Manifest, ManifestFunction};
 
 /// Longest Knative Service name: a DNS label (63) that still fits the revision suffix
 /// (`-00001`).
 const KNATIVE_MAX: usize = 57;
 
-/// The 8-hex-digit config hash ([`ferry::naming`]).
+/// The 8-hex-digit config hash ([`ferry_core::naming`]).
 pub fn config_hash(config: &FunctionConfig, handler: &str) -> String {
-    ferry::naming::config_hash(config, handler)
+    ferry_core::naming::config_hash(config, handler)
 }
 
 /// What selects the function in the program (`_HANDLER` on Lambda, `main` on OpenWhisk): its
 /// name, or its id when another function has the same name.
 pub fn handler<'m>(manifest: &'m Manifest, function: &'m ManifestFunction) -> &'m str {
-    ferry::naming::handler(
+    ferry_core::naming::handler(
         &function.name,
         &function.id,
         manifest.functions.iter().map(|f| f.name.as_str()),
@@ -28,16 +28,16 @@ pub fn handler<'m>(manifest: &'m Manifest, function: &'m ManifestFunction) -> &'
 /// The Lambda function name: letters, digits, `-` and `_`, at most 64 characters (the
 /// function part is shortened to fit).
 pub fn lambda_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<String> {
-    Ok(ferry::naming::deployed_name(app, handler, hash)?)
+    Ok(ferry_core::naming::deployed_name(app, handler, hash)?)
 }
 
-/// The handler of a program's web app where a function's would be ([`ferry::naming::WEB_HANDLER`]).
-pub const WEB_HANDLER: &str = ferry::naming::WEB_HANDLER;
+/// The handler of a program's web app where a function's would be ([`ferry_core::naming::WEB_HANDLER`]).
+pub const WEB_HANDLER: &str = ferry_core::naming::WEB_HANDLER;
 
-/// The deployed name of a program's web app: `<app>-web-<hash>` ([`ferry::naming::web_name`]),
+/// The deployed name of a program's web app: `<app>-web-<hash>` ([`ferry_core::naming::web_name`]),
 /// on Lambda and OpenWhisk alike.
 pub fn web_name(app: &str) -> anyhow::Result<String> {
-    Ok(ferry::naming::web_name(app)?)
+    Ok(ferry_core::naming::web_name(app)?)
 }
 
 /// The OpenWhisk action name: the same as on Lambda (OpenWhisk admits those names).
@@ -47,7 +47,7 @@ pub fn action_name(app: &str, handler: &str, hash: &str) -> anyhow::Result<Strin
 
 /// What every Lambda function name of `app` starts with.
 pub fn lambda_prefix(app: &str) -> String {
-    format!("{}-", ferry::naming::clean(app))
+    format!("{}-", ferry_core::naming::clean(app))
 }
 
 /// The Knative Service name: a lowercase DNS label, at most 57 characters.

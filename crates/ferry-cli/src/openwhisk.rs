@@ -18,7 +18,7 @@
 //!   of the app that the program no longer has.
 //!
 //! A program that serves a web app (`ferry::web::serve`, `"web": true` in its manifest) gets one
-//! more action, its web app: named `<app>-web-<config hash>` ([`ferry::naming::web_name`]), the
+//! more action, its web app: named `<app>-web-<config hash>` ([`ferry_core::naming::web_name`]), the
 //! same code with `main` `web` and no `FERRY_FUNCTION` (so the executable serves its router), the
 //! default settings of functions (256 MB, 60 s, one activation at a time, as the ActionLoop proxy
 //! runs them), init parameters `FERRY_BACKEND=openwhisk` and `FERRY_APP=<app>` besides the
@@ -36,7 +36,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use ferry::OpenWhiskConfig;
-use ferry::manifest::Manifest;
+use ferry_core::manifest::Manifest;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -147,7 +147,7 @@ impl ActionDeployment {
                     naming::WEB_HANDLER
                 );
             }
-            let config = ferry::naming::WEB_CONFIG;
+            let config = ferry_core::naming::WEB_CONFIG;
             let mut parameters: BTreeMap<String, String> = env.iter().cloned().collect();
             parameters
                 .entry(ferry::config::BACKEND.name.to_owned())

@@ -1,6 +1,7 @@
-//! ferry's Cargo features: a program built with `default-features = false, features =
+//! ferry's Cargo features and crates: a program built with `default-features = false, features =
 //! ["lambda"]` (`examples/lambda-only`) links the Lambda runtime and client and nothing else of
-//! ferry's platforms, and still serves its functions behind the Lambda emulator.
+//! ferry's platforms, and still serves its functions behind the Lambda emulator; `ferry-core`
+//! links no async runtime and no network stack.
 
 mod common;
 
@@ -10,13 +11,13 @@ use std::process::Command;
 use common::Emulator;
 use serde_json::json;
 
-/// The packages `lambda-only` links, by name.
-fn linked_packages() -> Vec<String> {
+/// The packages `package` links, by name.
+fn linked_packages(package: &str) -> Vec<String> {
     let output = Command::new(env!("CARGO"))
         .args([
             "tree",
             "--package",
-            "lambda-only",
+            package,
             "--edges",
             "normal",
             "--prefix",
@@ -42,7 +43,7 @@ fn linked_packages() -> Vec<String> {
 
 #[test]
 fn a_lambda_only_program_links_neither_redis_nor_axum() {
-    let linked = linked_packages();
+    let linked = linked_packages("lambda-only");
     for absent in [
         "redis",
         "axum",
@@ -58,6 +59,18 @@ fn a_lambda_only_program_links_neither_redis_nor_axum() {
     for present in ["ferry", "reqwest", "aws-sigv4"] {
         assert!(linked.iter().any(|p| p == present), "{present} missing");
     }
+}
+
+#[test]
+fn ferry_core_links_no_async_runtime_and_no_network_stack() {
+    let linked = linked_packages("ferry-core");
+    for absent in ["tokio", "futures", "mio", "hyper", "reqwest", "axum", "ferry"] {
+        assert!(
+            !linked.iter().any(|p| p == absent),
+            "{absent} is linked: {linked:?}"
+        );
+    }
+    assert!(linked.iter().any(|p| p == "serde"), "{linked:?}");
 }
 
 /// Builds `lambda-only` with its own (reduced) features.

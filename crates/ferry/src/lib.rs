@@ -49,17 +49,12 @@
 
 #[cfg(feature = "lambda")]
 pub mod aws;
-pub mod codec;
-pub mod config;
 mod context;
-mod error;
 mod execute;
 pub mod flow;
 mod function;
 pub mod graph;
-pub mod manifest;
 mod metrics;
-pub mod naming;
 mod platform;
 mod progress;
 mod registry;
@@ -77,13 +72,16 @@ mod wire;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use codec::Codec;
+// What describes functions and invocations without running them lives in `ferry-core`; it is
+// part of ferry's API as if written here.
+use ferry_core::error;
+pub use ferry_core::{Codec, Error, ErrorKind, ExitReason, InvocationId, Manifest, Result};
+pub use ferry_core::{codec, config, manifest, naming};
+
 pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};
-pub use error::{Error, ErrorKind, ExitReason, Result};
 pub use flow::{Flow, FlowMode, Stage};
 pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor};
 pub use graph::{Graph, Node};
-pub use manifest::Manifest;
 pub use metrics::FunctionStats;
 #[cfg(feature = "http")]
 pub use platform::HttpConfig;
@@ -98,7 +96,6 @@ pub use registry::{Registration, Registry};
 pub use role::{ROLE_VAR, Role};
 pub use run::{run, run_with_args};
 pub use shared::Shared;
-pub use wire::InvocationId;
 
 /// serde, as ferry uses it: a crate whose only dependency is ferry derives with
 /// `#[derive(ferry::serde::Serialize, ferry::serde::Deserialize)]` and

@@ -6,7 +6,9 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 
-use crate::{Codec, Context, Error, ErrorKind, Function, FunctionDescriptor, Result};
+use crate::{
+    Codec, Context, Error, ErrorKind, Function, FunctionDescriptor, Manifest, Result, naming,
+};
 
 /// Runs a function from encoded arguments to encoded output.
 type ErasedRun = fn(Context, Codec, Codec, Bytes) -> BoxFuture<'static, Result<Vec<u8>>>;
@@ -125,6 +127,32 @@ impl Registry {
     /// All registrations, ordered by id.
     pub fn iter(&self) -> impl Iterator<Item = &'static Registration> + '_ {
         self.ordered.iter().copied()
+    }
+
+    /// The manifest of these functions: what `FERRY_ROLE=manifest` prints.
+    pub fn manifest(&self) -> Manifest {
+        Manifest::new(self.iter().map(Registration::descriptor))
+    }
+
+    /// The deployed name of the function `name` (`id`) under `app`, as `ferry deploy` named it
+    /// ([`naming`](crate::naming)).
+    pub(crate) fn deployed_name(&self, app: &str, id: &str, name: &str) -> Result<String> {
+        let registration = self.lookup(id).map_err(|_| {
+            Error::config(format!(
+                "`{name}` is not a function of this program, so it has no deployed name under app `{app}`"
+            ))
+        })?;
+        let descriptor = registration.descriptor();
+        let handler = naming::handler(
+            descriptor.name,
+            descriptor.id,
+            self.iter().map(|r| r.descriptor().name),
+        );
+        naming::deployed_name(
+            app,
+            handler,
+            &naming::config_hash(&descriptor.config, handler),
+        )
     }
 
     /// The largest `memory_mb` of any function (the size of a worker that can host them all).

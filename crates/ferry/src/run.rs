@@ -207,7 +207,7 @@ fn fail(error: &crate::Error) -> ExitCode {
 
 /// Prints the manifest; `web` marks a program that serves a web app.
 pub(crate) fn print_manifest(web: bool) -> ExitCode {
-    match crate::Manifest::current() {
+    match crate::Registry::global().map(crate::Registry::manifest) {
         Ok(mut manifest) => {
             manifest.web = web;
             let json = serde_json::to_string_pretty(&manifest).unwrap_or_default();

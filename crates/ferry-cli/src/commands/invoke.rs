@@ -140,7 +140,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 /// The program and manifest of the last `ferry build` in the current crate, if there is one.
-fn last_build() -> Option<(crate::artifacts::BuildInfo, ferry::Manifest)> {
+fn last_build() -> Option<(crate::artifacts::BuildInfo, ferry_core::Manifest)> {
     let dir = crate::program::ProgramArgs::default()
         .artifacts_dir()
         .ok()?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, bail};
-use ferry::Manifest;
+use ferry_core::Manifest;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -31,7 +31,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 pub fn read(binary: &Path) -> anyhow::Result<Manifest> {
     let bytes =
         std::fs::read(binary).with_context(|| format!("cannot read `{}`", binary.display()))?;
-    if memchr::memmem::find(&bytes, ferry::manifest::PROGRAM_MARKER.as_bytes()).is_none() {
+    if memchr::memmem::find(&bytes, ferry_core::manifest::PROGRAM_MARKER.as_bytes()).is_none() {
         bail!(
             "`{}` is not a ferry program (built with ferry {} or compatible): it has no ferry manifest",
             binary.display(),

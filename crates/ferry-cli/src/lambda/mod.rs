@@ -21,7 +21,7 @@
 //! A program that serves a web app (`ferry::web::serve`, `"web": true` in its manifest) gets one
 //! more function, its web app:
 //!
-//! - named `<app>-web-<config hash>` ([`ferry::naming::web_name`]), `Handler` `web` (the program
+//! - named `<app>-web-<config hash>` ([`ferry_core::naming::web_name`]), `Handler` `web` (the program
 //!   serves its router when `_HANDLER` names none of its functions), the same zip, the default
 //!   settings of functions (256 MB, 60 s);
 //! - environment `FERRY_BACKEND=lambda` and `FERRY_APP=<app>` besides the `--env` variables, so
@@ -40,7 +40,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use ferry::aws::AwsConfig;
-use ferry::manifest::Manifest;
+use ferry_core::manifest::Manifest;
 use sha2::{Digest as _, Sha256};
 
 use self::api::{
@@ -284,7 +284,7 @@ impl Deployment {
                     naming::WEB_HANDLER
                 );
             }
-            let config = ferry::naming::WEB_CONFIG;
+            let config = ferry_core::naming::WEB_CONFIG;
             let config_hash = naming::config_hash(&config, naming::WEB_HANDLER);
             let mut variables = user_env.clone();
             variables

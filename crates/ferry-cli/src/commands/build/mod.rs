@@ -19,7 +19,7 @@ mod zip;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use ferry::Manifest;
+use ferry_core::Manifest;
 
 use self::binary::{Arch, Binary};
 use crate::artifacts::{Artifacts, BuildInfo, Linkage, Platform, write_atomically};

@@ -157,7 +157,7 @@ impl LambdaConfig {
             return Ok(routed.clone());
         }
         match &self.app {
-            Some(app) => crate::naming::deployed_name_here(app, id, name),
+            Some(app) => crate::Registry::global()?.deployed_name(app, id, name),
             None => Ok(self.functions.replace("{name}", name).replace("{id}", id)),
         }
     }

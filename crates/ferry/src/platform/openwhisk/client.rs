@@ -179,7 +179,7 @@ impl OpenWhiskConfig {
     /// [`app`](Self::app), else the template's.
     pub fn action(&self, id: &str, name: &str) -> Result<String> {
         match &self.app {
-            Some(app) => crate::naming::deployed_name_here(app, id, name),
+            Some(app) => crate::Registry::global()?.deployed_name(app, id, name),
             None => Ok(self.actions.replace("{name}", name).replace("{id}", id)),
         }
     }

@@ -7,7 +7,7 @@
 //! - `timeoutSeconds` = the timeout, rounded up to whole seconds;
 //! - readiness `/readyz` and liveness `/healthz` probes, port 8080.
 
-use ferry::manifest::{Manifest, ManifestFunction};
+use ferry_core::manifest::{Manifest, ManifestFunction};
 use serde_json::json;
 
 use super::oci;

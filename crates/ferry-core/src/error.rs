@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::InvocationId;
+use crate::InvocationId;
 
 /// `Result<T, ferry::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -110,7 +110,7 @@ pub enum ErrorKind {
         /// The platform's message.
         message: String,
     },
-    /// The arguments refer to shared values ([`Shared`](crate::Shared)) by content hash that
+    /// The arguments refer to shared values (`ferry::Shared`) by content hash that
     /// could not be had where the function runs; `ids` are the hashes in hex.
     MissingShared {
         /// The content hashes of the missing values, in hex.
@@ -227,29 +227,31 @@ impl Error {
         self.function.as_deref()
     }
 
-    /// When the error ended a [`Flow`](crate::Flow): the failing stage's position, from 0 (its
+    /// When the error ended a `ferry::Flow`: the failing stage's position, from 0 (its
     /// function is [`function`](Self::function)).
     pub fn flow_stage(&self) -> Option<u32> {
         self.stage
     }
 
-    /// When the error ended a task of a fan-out ([`Context::map`](crate::Context::map),
-    /// [`Context::as_completed`](crate::Context::as_completed)) or a node of a
-    /// [`Graph`](crate::Graph): its index, in the order the tasks were given.
+    /// When the error ended a task of a fan-out (`Context::map`,
+    /// `Context::as_completed`) or a node of a
+    /// `Graph`: its index, in the order the tasks were given.
     pub fn task(&self) -> Option<usize> {
         self.task
     }
 
     /// Names the task: the outermost fan-out, the caller's own, has the last word.
     #[must_use]
-    pub(crate) fn in_task(mut self, index: usize) -> Self {
+    #[doc(hidden)]
+    pub fn in_task(mut self, index: usize) -> Self {
         self.task = Some(index);
         self
     }
 
     /// Names the flow stage, unless a deeper layer already did.
     #[must_use]
-    pub(crate) fn at_stage(mut self, stage: u32) -> Self {
+    #[doc(hidden)]
+    pub fn at_stage(mut self, stage: u32) -> Self {
         if self.stage.is_none() {
             self.stage = Some(stage);
         }
@@ -288,38 +290,44 @@ impl Error {
         )
     }
 
-    pub(crate) fn bad_input(path: impl Into<String>, message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn bad_input(path: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(ErrorKind::BadInput {
             path: path.into(),
             message: message.into(),
         })
     }
 
-    pub(crate) fn protocol(message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn protocol(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Protocol {
             message: message.into(),
         })
     }
 
-    pub(crate) fn unavailable(message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unavailable {
             message: message.into(),
         })
     }
 
-    pub(crate) fn config(message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn config(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Config {
             message: message.into(),
         })
     }
 
-    pub(crate) fn timeout(limit: Duration) -> Self {
+    #[doc(hidden)]
+    pub fn timeout(limit: Duration) -> Self {
         Self::new(ErrorKind::Timeout {
             limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
         })
     }
 
-    pub(crate) fn panic(message: impl Into<String>) -> Self {
+    #[doc(hidden)]
+    pub fn panic(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Panic {
             message: message.into(),
         })
@@ -359,7 +367,8 @@ impl fmt::Debug for Error {
 impl std::error::Error for Error {}
 
 /// The message of a panic payload (`&str` or `String`; anything else is opaque).
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+#[doc(hidden)]
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{FunctionConfig, Registry, Result};
+use crate::{FunctionConfig, FunctionDescriptor};
 
 /// Format version of the manifest JSON.
 pub const MANIFEST_VERSION: u32 = 1;
@@ -21,7 +21,7 @@ pub struct Manifest {
     pub ferry_version: String,
     /// Every function, ordered by id.
     pub functions: Vec<ManifestFunction>,
-    /// The program serves a web app ([`crate::web::serve`]): platforms deploy it as one web
+    /// The program serves a web app (`ferry::web::serve`): platforms deploy it as one web
     /// function (a Lambda with a Function URL, an OpenWhisk web action) besides its functions.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub web: bool,
@@ -57,34 +57,30 @@ pub struct ManifestParam {
 }
 
 impl Manifest {
-    /// The manifest of this process.
-    pub fn current() -> Result<Self> {
-        let registry = Registry::global()?;
-        Ok(Self {
+    /// The manifest of a program with these functions, ordered as given.
+    pub fn new<'a>(functions: impl IntoIterator<Item = &'a FunctionDescriptor>) -> Self {
+        Self {
             manifest_version: MANIFEST_VERSION,
             ferry_version: env!("CARGO_PKG_VERSION").to_owned(),
-            functions: registry
-                .iter()
-                .map(|r| {
-                    let d = r.descriptor();
-                    ManifestFunction {
-                        id: d.id.to_owned(),
-                        name: d.name.to_owned(),
-                        params: d
-                            .params
-                            .iter()
-                            .map(|p| ManifestParam {
-                                name: p.name.to_owned(),
-                                ty: p.ty.to_owned(),
-                            })
-                            .collect(),
-                        output: d.output.to_owned(),
-                        config: d.config,
-                        is_async: d.is_async,
-                    }
+            functions: functions
+                .into_iter()
+                .map(|d| ManifestFunction {
+                    id: d.id.to_owned(),
+                    name: d.name.to_owned(),
+                    params: d
+                        .params
+                        .iter()
+                        .map(|p| ManifestParam {
+                            name: p.name.to_owned(),
+                            ty: p.ty.to_owned(),
+                        })
+                        .collect(),
+                    output: d.output.to_owned(),
+                    config: d.config,
+                    is_async: d.is_async,
                 })
                 .collect(),
             web: false,
-        })
+        }
     }
 }

@@ -12,7 +12,8 @@ pub(super) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
 }
 
 /// Binary bytes as a base64 JSON string.
-pub(crate) fn wrap(binary: &[u8]) -> Vec<u8> {
+#[doc(hidden)]
+pub fn wrap(binary: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(STANDARD.encoded_length(binary.len()) + 2);
     out.push(b'"');
     STANDARD.encode_append(binary, &mut out);
@@ -25,7 +26,8 @@ pub(super) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 }
 
 /// The binary bytes inside a base64 JSON string.
-pub(crate) fn unwrap(bytes: &[u8]) -> Result<Vec<u8>> {
+#[doc(hidden)]
+pub fn unwrap(bytes: &[u8]) -> Result<Vec<u8>> {
     let trimmed = bytes.trim_ascii();
     let binary = match trimmed {
         [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => STANDARD.decode_to_vec(inner),

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Result;
 
-pub(crate) use self::base64::{unwrap as base64_unwrap, wrap as base64_wrap};
+#[doc(hidden)]
+pub use self::base64::{unwrap as base64_unwrap, wrap as base64_wrap};
 
 /// A wire encoding for arguments and results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -57,7 +58,8 @@ impl Codec {
     /// Encodes variant `index` (named `name`) of an externally tagged enum whose one field is
     /// already encoded as `field`, without decoding it: how a worker wraps an output it cannot
     /// name the type of.
-    pub(crate) fn wrap_variant(self, index: u32, name: &str, field: &[u8]) -> Result<Vec<u8>> {
+    #[doc(hidden)]
+    pub fn wrap_variant(self, index: u32, name: &str, field: &[u8]) -> Result<Vec<u8>> {
         match self {
             Self::Json => {
                 let mut out = Vec::with_capacity(field.len() + name.len() + 5);

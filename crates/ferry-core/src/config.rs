@@ -7,8 +7,8 @@
 //! - a bad value is a [`Config`](crate::ErrorKind::Config) error that names the variable and
 //!   what it accepts; nothing falls back silently.
 //!
-//! [`check`] reads them all, so a program that enters through [`crate::run`] or builds a
-//! [`Context`](crate::Context) stops at a bad value before anything else runs.
+//! [`check`] reads them all, so a program that enters through `ferry::run` or builds a
+//! `Context` stops at a bad value before anything else runs.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;

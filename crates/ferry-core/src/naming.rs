@@ -15,25 +15,25 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use ferry::FunctionConfig;
+//! use ferry_core::FunctionConfig;
 //!
 //! let config = FunctionConfig { memory_mb: 512, timeout: Duration::from_secs(30), concurrency: 1 };
-//! let hash = ferry::naming::config_hash(&config, "count-queens");
+//! let hash = ferry_core::naming::config_hash(&config, "count-queens");
 //! assert_eq!(hash, "5e63fd26");
 //! assert_eq!(
-//!     ferry::naming::deployed_name("nqueens", "count-queens", &hash)?,
+//!     ferry_core::naming::deployed_name("nqueens", "count-queens", &hash)?,
 //!     "nqueens-count-queens-5e63fd26"
 //! );
-//! # Ok::<(), ferry::Error>(())
+//! # Ok::<(), ferry_core::Error>(())
 //! ```
 //!
-//! A program that serves a web app ([`crate::web::serve`]) deploys it as one more function whose
+//! A program that serves a web app (`ferry::web::serve`) deploys it as one more function whose
 //! handler is [`WEB_HANDLER`] (`web`) and whose settings are [`WEB_CONFIG`], named by the same
 //! rule: [`web_name`], `<app>-web-5142fd6d`.
 
 use sha2::{Digest as _, Sha256};
 
-use crate::{Error, FunctionConfig, Registry, Result};
+use crate::{Error, FunctionConfig, Result};
 
 /// Longest deployed name: Lambda's limit, which OpenWhisk's (256) also admits.
 pub const MAX_NAME: usize = 64;
@@ -98,23 +98,6 @@ pub const WEB_CONFIG: FunctionConfig = FunctionConfig::DEFAULT;
 /// The deployed name of a program's web app under `app`: `<app>-web-<hash of WEB_CONFIG>`.
 pub fn web_name(app: &str) -> Result<String> {
     deployed_name(app, WEB_HANDLER, &config_hash(&WEB_CONFIG, WEB_HANDLER))
-}
-
-/// The deployed name of a function of this program under `app`, as `ferry deploy` named it.
-pub(crate) fn deployed_name_here(app: &str, id: &str, name: &str) -> Result<String> {
-    let registry = Registry::global()?;
-    let registration = registry.lookup(id).map_err(|_| {
-        Error::config(format!(
-            "`{name}` is not a function of this program, so it has no deployed name under app `{app}`"
-        ))
-    })?;
-    let descriptor = registration.descriptor();
-    let handler = handler(
-        descriptor.name,
-        descriptor.id,
-        registry.iter().map(|r| r.descriptor().name),
-    );
-    deployed_name(app, handler, &config_hash(&descriptor.config, handler))
 }
 
 /// `text` with every character a Lambda function name cannot hold (anything but ASCII letters,
