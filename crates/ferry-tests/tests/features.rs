@@ -64,7 +64,9 @@ fn a_lambda_only_program_links_neither_redis_nor_axum() {
 #[test]
 fn ferry_core_links_no_async_runtime_and_no_network_stack() {
     let linked = linked_packages("ferry-core");
-    for absent in ["tokio", "futures", "mio", "hyper", "reqwest", "axum", "ferry"] {
+    for absent in [
+        "tokio", "futures", "mio", "hyper", "reqwest", "axum", "ferry",
+    ] {
         assert!(
             !linked.iter().any(|p| p == absent),
             "{absent} is linked: {linked:?}"

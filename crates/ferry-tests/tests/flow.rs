@@ -76,3 +76,24 @@ async fn chained_stages_call_each_other_over_http() {
         "{error}"
     );
 }
+
+/// A chained flow longer than `ferry::flow::MAX_STAGES` is refused before anything runs (its
+/// route would be refused by every worker); orchestrated, the same flow runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chained_flow_longer_than_the_limit_is_refused_before_it_runs() {
+    let ctx = Context::inline();
+    let mut flow = Flow::start::<Shout>();
+    for _ in 0..ferry::flow::MAX_STAGES {
+        flow = flow.then::<Shout>();
+    }
+    assert_eq!(flow.stages().count(), 65);
+    let error = bounded(flow.run(&ctx, "hi".into())).await.unwrap_err();
+    assert!(matches!(error.kind(), ErrorKind::Config { .. }), "{error}");
+    assert!(error.to_string().contains("at most 64 stages"), "{error}");
+    assert_eq!(ctx.stats().invocations, 0, "nothing ran");
+    let orchestrated = flow.mode(FlowMode::Orchestrated);
+    assert_eq!(
+        bounded(orchestrated.run(&ctx, "hi".into())).await.unwrap(),
+        Some("hi".to_owned())
+    );
+}

@@ -244,6 +244,49 @@ async fn oversized_bodies_are_refused() {
     );
 }
 
+/// A chained flow's route from a header: each stage the service forwards to itself nests, so a
+/// hostile route of thousands of stages (a 36 KB header) once overflowed the stack and aborted
+/// the service. It is refused as bad input; a route within the limit still runs every stage.
+#[tokio::test]
+async fn a_flow_route_longer_than_the_limit_is_refused_and_the_service_lives() {
+    let service = Service::start(&[]);
+    let route = |stages: usize| {
+        serde_json::json!({
+            "stage": 0,
+            "next": vec![serde_json::json!({"function": "shout"}); stages],
+        })
+        .to_string()
+    };
+    let hostile = route(1_800);
+    assert!(hostile.len() > 35_000);
+    let response = service
+        .call(
+            "shout",
+            r#"{"text": "hi"}"#,
+            &[
+                ("content-type", "application/json"),
+                ("x-ferry-flow", &hostile),
+            ],
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 400);
+    let said = response.text().await.unwrap();
+    assert!(said.contains("at most 64 stages"), "{said}");
+
+    let response = service
+        .call(
+            "shout",
+            r#"{"text": "hi"}"#,
+            &[
+                ("content-type", "application/json"),
+                ("x-ferry-flow", &route(63)),
+            ],
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.text().await.unwrap(), r#"{"output":"hi"}"#);
+}
+
 #[tokio::test]
 async fn sigterm_drains_in_flight_work_then_exits() {
     let mut service = Service::start(&[]);

@@ -205,6 +205,30 @@ async fn object_outputs_pass_through_and_context_is_metadata_not_environment() {
     assert!(body.get("env:__OW_ACTIVATION_ID").is_none(), "{body}");
 }
 
+/// A `__ferry_flow` parameter of thousands of stages once overflowed the container's stack: it is
+/// bad input now, and the container keeps serving.
+#[tokio::test]
+async fn a_flow_route_longer_than_the_limit_is_refused_and_the_container_lives() {
+    let container = Container::start();
+    container.init("shout").await;
+    let steps = vec![json!({"function": "shout"}); 3_000];
+    let (status, body) = container
+        .run(json!({"text": "hi", "__ferry_flow": {"stage": 0, "next": steps}}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("at most 64 stages"),
+        "{body}"
+    );
+    assert_eq!(
+        container.run(json!({"text": "still here"})).await,
+        (200, json!({"result": "still here"}))
+    );
+}
+
 #[tokio::test]
 async fn errors_map_to_application_and_developer_errors() {
     let container = Container::start();

@@ -211,6 +211,13 @@ where
     }
 
     async fn run_chained(&self, ctx: &Context, input: I) -> Result<Option<O>> {
+        if self.stages.len() > MAX_STAGES {
+            return Err(Error::config(format!(
+                "a chained flow has at most {MAX_STAGES} stages, this one {}: split it, or run it \
+                 with `FlowMode::Orchestrated`",
+                self.stages.len()
+            )));
+        }
         let backend = ctx.backend();
         let codec = backend.wire_codec();
         let first = self.stages[0].descriptor;
@@ -294,6 +301,12 @@ enum FlowReply<T> {
         function: String,
     },
 }
+
+/// Most stages a chained flow may have. Each stage holds its caller's request open until the rest
+/// of the flow answers, and where stages run in one instance their calls nest: a longer route
+/// arriving from outside (an `x-ferry-flow` header, a `__ferry_flow` parameter) is refused as bad
+/// input, and [`Flow::run`] refuses to start one.
+pub const MAX_STAGES: usize = 64;
 
 /// The variant [`FlowReply::Output`] as `wrap_variant` writes it.
 const OUTPUT_VARIANT: (u32, &str) = (0, "output");

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Codec;
 pub(crate) use crate::InvocationId;
+use crate::flow::MAX_STAGES as MAX_FLOW_STAGES;
 use crate::shared::BlobId;
 
 /// Metadata of one invocation; the encoded arguments travel next to it.
@@ -68,23 +69,72 @@ impl Envelope {
     }
 }
 
+/// Longest function id a flow route may name: ids are module paths, far shorter than this.
+const MAX_ROUTE_ID: usize = 512;
+
 /// Where a chained flow stands: carried by each stage's invocation, point to point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FlowRoute {
     /// Position of this invocation's function in the flow (0 for the first stage).
     pub stage: u32,
-    /// The stages after this one, in order.
+    /// The stages after this one, in order; decoding refuses more than [`MAX_FLOW_STAGES`].
+    #[serde(deserialize_with = "bounded_steps")]
     pub next: Vec<RouteStep>,
+}
+
+/// Decodes a route's steps, refusing more than [`MAX_FLOW_STAGES`] before reading them all.
+fn bounded_steps<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Vec<RouteStep>, D::Error> {
+    struct Steps;
+    impl<'de> serde::de::Visitor<'de> for Steps {
+        type Value = Vec<RouteStep>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "at most {MAX_FLOW_STAGES} flow stages")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut steps = Vec::new();
+            while let Some(step) = seq.next_element::<RouteStep>()? {
+                if steps.len() == MAX_FLOW_STAGES {
+                    return Err(serde::de::Error::custom(format!(
+                        "a flow has at most {MAX_FLOW_STAGES} stages"
+                    )));
+                }
+                steps.push(step);
+            }
+            Ok(steps)
+        }
+    }
+    deserializer.deserialize_seq(Steps)
 }
 
 /// One stage still to run in a chained flow.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RouteStep {
     /// Id of the stage's function.
+    #[serde(deserialize_with = "bounded_id")]
     pub function: String,
     /// Whether the previous stage returns an `Option` whose `None` ends the flow.
     #[serde(default)]
     pub unwrap: bool,
+}
+
+fn bounded_id<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<String, D::Error> {
+    let id = String::deserialize(deserializer)?;
+    if id.len() > MAX_ROUTE_ID {
+        return Err(serde::de::Error::custom(format!(
+            "a flow stage's function id is at most {MAX_ROUTE_ID} bytes, not {}",
+            id.len()
+        )));
+    }
+    Ok(id)
 }
 
 /// Milliseconds since the Unix epoch.
@@ -114,5 +164,35 @@ mod tests {
             assert_eq!(codec.decode::<Envelope>(&bytes).unwrap(), envelope);
         }
         assert!(envelope.remaining().unwrap() <= Duration::from_secs(5));
+    }
+
+    #[test]
+    fn routes_decode_up_to_the_stage_limit_in_every_codec() {
+        let route = |stages: usize| FlowRoute {
+            stage: 0,
+            next: vec![
+                RouteStep {
+                    function: "app::g".into(),
+                    unwrap: false,
+                };
+                stages
+            ],
+        };
+        for codec in [Codec::Json, Codec::Binary] {
+            let fits = codec.encode(&route(MAX_FLOW_STAGES)).unwrap();
+            assert_eq!(codec.decode::<FlowRoute>(&fits).unwrap().next.len(), 64);
+            let long = codec.encode(&route(MAX_FLOW_STAGES + 1)).unwrap();
+            let error = codec.decode::<FlowRoute>(&long).unwrap_err().to_string();
+            assert!(error.contains("at most 64 stages"), "{error}");
+        }
+        let long_id = format!(
+            r#"{{"stage":0,"next":[{{"function":"{}"}}]}}"#,
+            "f".repeat(600)
+        );
+        let error = Codec::Json
+            .decode::<FlowRoute>(long_id.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("at most 512 bytes"), "{error}");
     }
 }

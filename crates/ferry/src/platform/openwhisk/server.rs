@@ -243,10 +243,7 @@ async fn activate(action: &Action, body: &[u8]) -> Response {
     let descriptor = action.registration.descriptor();
     let (arguments, envelope) = match activation_envelope(descriptor.id, body) {
         Ok(split) => split,
-        Err(failure) => {
-            let failure = failure.in_function(descriptor.id);
-            return (StatusCode::OK, Json(error_result(&failure))).into_response();
-        }
+        Err(failure) => return failure_response(&failure.in_function(descriptor.id)),
     };
     let payload = serde_json::to_vec(&arguments).unwrap_or_default();
     let result = action
