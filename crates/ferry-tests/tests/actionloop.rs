@@ -163,6 +163,36 @@ fn bad_lines_and_unknown_functions_are_errors_not_exits() {
     );
 }
 
+/// Every line gets exactly one answer, in order: an empty or blank line once got none, so the
+/// proxy handed every later answer to the previous caller; a line that is not UTF-8 once ended
+/// the executable. Keys the environment cannot hold are metadata like any other.
+#[test]
+fn every_line_gets_one_answer_in_order_whatever_it_holds() {
+    let mut exec = Exec::start(&[("__OW_WAIT_FOR_ACK", "1")]);
+    assert_eq!(exec.next_line(), json!({"ok": true}));
+    exec.stdin.write_all(b"\n   \n\xff\xfe{}\n").unwrap();
+    exec.stdin.flush().unwrap();
+    for expected in [
+        "the activation is empty",
+        "the activation is empty",
+        "not utf-8",
+    ] {
+        let answer = exec.next_line();
+        assert!(
+            answer["error"].as_str().unwrap().contains(expected),
+            "{expected}: {answer}"
+        );
+    }
+    let answer = exec.activate(
+        json!({"value": {"a": 2, "b": 3}, "action_name": "add", "we=ird": "1", "nu\u{0}l": "2"}),
+    );
+    assert_eq!(answer, json!({"result": 5}));
+    assert!(
+        exec.child.try_wait().unwrap().is_none(),
+        "the executable exited"
+    );
+}
+
 #[test]
 fn the_deadline_of_each_activation_is_enforced() {
     let mut exec = Exec::start(&[("FERRY_ROLE", "actionloop")]);

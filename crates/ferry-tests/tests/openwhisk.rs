@@ -205,6 +205,38 @@ async fn object_outputs_pass_through_and_context_is_metadata_not_environment() {
     assert!(body.get("env:__OW_ACTIVATION_ID").is_none(), "{body}");
 }
 
+/// `/init`'s `env` is exported once; a key or value the environment cannot hold (`=` or NUL in
+/// a key, NUL in a value) is skipped rather than aborting the container, and activation keys
+/// like that are metadata, never environment.
+#[tokio::test]
+async fn keys_the_environment_cannot_hold_are_skipped_not_fatal() {
+    let container = Container::start();
+    let env =
+        json!({"FERRY_TEST_GOOD": "1", "A=B": "x", "NU\u{0}L": "y", "FERRY_TEST_NUL": "a\u{0}b"});
+    let (status, body) = container
+        .post(
+            "/init",
+            &json!({"value": {"name": "a", "main": "env_var", "code": "", "binary": false, "env": env}}),
+        )
+        .await;
+    assert_eq!((status, body), (200, json!({"ok": true})));
+    assert_eq!(
+        container.run(json!({"name": "FERRY_TEST_GOOD"})).await,
+        (200, json!({"result": "1"}))
+    );
+    assert_eq!(
+        container.run(json!({"name": "FERRY_TEST_NUL"})).await,
+        (200, json!({"result": null}))
+    );
+    let (status, body) = container
+        .post(
+            "/run",
+            &json!({"value": {"name": "FERRY_TEST_GOOD"}, "we=ird": "1", "nu\u{0}l": "2"}),
+        )
+        .await;
+    assert_eq!((status, body), (200, json!({"result": "1"})));
+}
+
 /// A `__ferry_flow` parameter of thousands of stages once overflowed the container's stack: it is
 /// bad input now, and the container keeps serving.
 #[tokio::test]

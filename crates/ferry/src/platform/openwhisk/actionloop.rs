@@ -2,7 +2,7 @@
 //!
 //! - with `__OW_WAIT_FOR_ACK` set, `{"ok":true}` on fd 3 first (never otherwise);
 //! - then one JSON line per activation on stdin (`{"value": {...}, "action_name", ...}`), and one
-//!   result line on fd 3, written after the function's stdout and stderr are flushed: an object
+//!   result line on fd 3 for every line, even an empty one or one that is not UTF-8, written after the function's stdout and stderr are flushed: an object
 //!   output as it is, any other output as `{"result": output}`, a failure as `{"error": message}`;
 //! - the other keys of each line become the invocation's `__OW_<KEY>` metadata
 //!   ([`crate::Invocation::metadata`]), not process environment;
@@ -76,12 +76,18 @@ where
     };
     let mut handler = handler(pipeline.clone());
     let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
+    // Every line gets exactly one answer, whatever it holds: the proxy hands each answer to the
+    // caller whose line it sent last, so a line left unanswered would shift every later answer
+    // to the wrong caller.
+    for line in stdin.lock().split(b'\n') {
         let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let result = runtime.block_on(handler(line));
+        let result = match String::from_utf8(line) {
+            Ok(line) if line.trim().is_empty() => json!({ "error": "the activation is empty" }),
+            Ok(line) => runtime.block_on(handler(line)),
+            Err(e) => {
+                json!({ "error": format!("the activation is not utf-8: {}", e.utf8_error()) })
+            }
+        };
         // The activation's own logs come first: the proxy writes its sentinels after our answer.
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();

@@ -147,10 +147,13 @@ async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
                 concurrent = value == "true";
             }
             if key.is_empty() || key.contains(['=', '\0']) || value.contains('\0') {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    format!("`/init` env names a variable the environment cannot hold: `{key}`"),
+                // What the platform passes is exported as far as it can be; one odd key must
+                // not cost the action its start.
+                tracing::warn!(
+                    key = key.escape_debug().to_string(),
+                    "`/init` env: skipped a variable the environment cannot hold"
                 );
+                continue;
             }
             // SAFETY: no function has run yet and ferry's own threads do not read the
             // environment; OpenWhisk requires the values to be exported, once, at `/init`.
