@@ -2,7 +2,7 @@
 //! (worker processes), `http` (the HTTP service, over HTTP/1.1 and h2c), `openwhisk` (the
 //! loopback controller running ferry's OpenWhisk runtime) and `lambda` (the fixture as
 //! `bootstrap`s behind cargo-lambda's emulator). Each backend must give the same outputs and the
-//! same error kinds: a user error, a panic, bad input, an unknown function, a deadline, its
+//! same error kinds: a user error, a panic (in the body or while encoding the output), bad input, an unknown function, a deadline, its
 //! payload limit, shared values and chained and orchestrated flows.
 
 mod common;
@@ -11,7 +11,7 @@ use std::any::Any;
 use std::time::Duration;
 
 use common::{Emulator, both_modes_agree, bounded};
-use ferry::{Codec, Context, ErrorKind, HttpConfig, OpenWhiskConfig, Shared};
+use ferry::{BackendKind, Codec, Context, ErrorKind, HttpConfig, OpenWhiskConfig, Shared};
 use ferry_tests::controller::Controller;
 use ferry_tests::*;
 
@@ -63,6 +63,21 @@ async fn conforms(platform: Platform) {
         matches!(error.kind(), ErrorKind::Panic { message } if message == "conformance boom"),
         "{backend}: {error}"
     );
+
+    // A panic while the output is encoded ends that invocation, not the instance: the same
+    // instance answers the next call. (It once dropped connections on HTTP and OpenWhisk, and
+    // ended the ActionLoop executable and the Lambda runtime.) Inline outputs are never encoded.
+    let encoded = bounded(ctx.call(PanicInOutput {})).await;
+    if backend == BackendKind::Inline {
+        assert!(encoded.is_ok(), "{backend}");
+    } else {
+        let error = encoded.unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Panic { message } if message.contains("refuses to be serialized")),
+            "{backend}: {error}"
+        );
+    }
+    assert_eq!(bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap(), 2);
 
     // Bad input names the field.
     let error = bounded(ctx.invoke("add", Codec::Json, r#"{"a": 1, "b": true}"#))
@@ -180,6 +195,7 @@ const FUNCTIONS: &[&str] = &[
     "add",
     "require_even",
     "explode",
+    "panic_in_output",
     "sleep_async",
     "byte_len",
     "sum_shared",
@@ -221,6 +237,7 @@ async fn lambda_conforms() {
         "pi",
         "fib",
         "nqueens",
+        "knapsack",
     ];
     let deployed: Vec<_> = FUNCTIONS.iter().copied().zip(names).collect();
     let (bootstraps, ctx) = common::lambda_app(&emulator, &deployed);

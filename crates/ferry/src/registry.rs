@@ -1,9 +1,11 @@
 //! Every `#[ferry::function]` of the program, collected at start-up without a list to maintain.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
+use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
 use crate::{
@@ -55,10 +57,18 @@ fn run_erased<F: Function>(
     output_codec: Codec,
     input: Bytes,
 ) -> BoxFuture<'static, Result<Vec<u8>>> {
-    Box::pin(async move {
+    let run = async move {
         let invocation: F = input_codec.decode_args(&input)?;
         let output = invocation.run(ctx).await?;
         output_codec.encode(&output)
+    };
+    // The body's own panics are caught by the macro's wrapper; a `Deserialize` or `Serialize`
+    // impl may panic too, and on every platform that must end this invocation, not the instance.
+    Box::pin(async move {
+        AssertUnwindSafe(run)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
     })
 }
 
