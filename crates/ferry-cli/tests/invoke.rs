@@ -56,6 +56,25 @@ fn invokes_on_the_local_platform() {
     assert_eq!(stdout(&output), r#""hello cli?""#);
 }
 
+/// The worker's memory limit is its own functions' largest `memory_mb` (256 for the fixture's),
+/// not the calling program's: `ferry` itself has no functions, and once let the fixture's 128 MB
+/// `hog_memory` take 1 GiB here.
+#[test]
+fn the_workers_memory_limit_comes_from_its_own_functions() {
+    let output = ferry(&[
+        "invoke",
+        "hog_memory",
+        "--data",
+        r#"{"mb": 1024}"#,
+        "--program",
+        &fixture(),
+    ]);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(said.contains("ran out of memory"), "{said}");
+    assert!(said.contains("limit 256 MiB"), "{said}");
+}
+
 #[test]
 fn failures_are_clear_and_exit_1() {
     let program = fixture();

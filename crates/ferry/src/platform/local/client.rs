@@ -39,7 +39,8 @@ pub struct LocalConfig {
     /// program point it at the program's binary.
     pub worker_exe: Option<PathBuf>,
     /// Memory limit of one worker in MiB (`FERRY_LOCAL_MEMORY_MB`; default: the largest
-    /// `memory_mb` of the program's functions, as a container sized for all of them; 0 = none).
+    /// `memory_mb` of the functions the worker serves, as a container sized for all of them, which
+    /// the worker reports when it starts; 0 = none).
     pub memory_limit_mb: Option<u64>,
     /// How long past its timeout an invocation may stay unanswered before its worker is deemed
     /// stuck and killed.
@@ -156,16 +157,10 @@ impl LocalBackend {
             None => std::env::current_exe()
                 .map_err(|e| Error::unavailable(format!("cannot locate this executable: {e}")))?,
         };
-        let memory_limit_mb = match config.memory_limit_mb {
-            Some(0) => None,
-            Some(mb) => Some(mb),
-            None => Registry::global()?.max_memory_mb().map(u64::from),
-        };
         Ok(Self {
             shared: Arc::new(Scheduler {
                 config,
                 exe,
-                memory_limit_mb,
                 state: Mutex::new(SchedulerState::default()),
                 next_slot: AtomicU64::new(1),
                 cold_starts: AtomicU64::new(0),
@@ -216,7 +211,6 @@ impl Transport for LocalBackend {
 struct Scheduler {
     config: LocalConfig,
     exe: PathBuf,
-    memory_limit_mb: Option<u64>,
     state: Mutex<SchedulerState>,
     next_slot: AtomicU64,
     cold_starts: AtomicU64,
@@ -266,6 +260,9 @@ struct Worker {
     started: Instant,
     /// Said hello: until then, time spent starting does not count against invocations.
     ready: bool,
+    /// Its memory limit, known from its hello: the configured one, else its own functions'
+    /// largest `memory_mb` (the worker's, not the caller's: the two may be different programs).
+    memory_limit_mb: Option<u64>,
     stopped_at: Option<Instant>,
     /// `None` once the worker is asked to leave: closing the socket makes it exit.
     frames: Option<mpsc::UnboundedSender<Bytes>>,
@@ -579,6 +576,7 @@ impl Scheduler {
             pid: started.pid,
             started: Instant::now(),
             ready: false,
+            memory_limit_mb: None,
             stopped_at: None,
             frames: Some(started.frames),
             inflight: HashMap::new(),
@@ -643,11 +641,17 @@ impl Scheduler {
                     let _ = frames.send(protocol::response(id, &result));
                 }
             }
-            Frame::Hello { pid } => {
+            Frame::Hello { pid, memory_mb } => {
+                let memory_limit_mb = match self.config.memory_limit_mb {
+                    Some(0) => None,
+                    Some(mb) => Some(mb),
+                    None => memory_mb.map(u64::from),
+                };
                 let mut state = self.lock();
                 if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
-                    tracing::trace!(worker = worker_id, pid, started_in = ?worker.started.elapsed(), "local worker ready");
+                    tracing::trace!(worker = worker_id, pid, ?memory_limit_mb, started_in = ?worker.started.elapsed(), "local worker ready");
                     worker.ready = true;
+                    worker.memory_limit_mb = memory_limit_mb;
                     // Invocations sent while it started count from now.
                     let now = Instant::now();
                     for inflight in worker.inflight.values_mut() {
@@ -824,7 +828,7 @@ impl Scheduler {
                 continue;
             }
             if let (Some(limit_mb), Some(used)) =
-                (self.memory_limit_mb, worker::rss_bytes(worker.pid))
+                (worker.memory_limit_mb, worker::rss_bytes(worker.pid))
             {
                 let used_mb = used >> 20;
                 if used_mb > limit_mb {

@@ -8,7 +8,7 @@
 //! ```text
 //! request   id: u64 | envelope length: u32 | envelope (binary codec) | arguments
 //! response  id: u64 | 0 | output          or   id: u64 | 1 | error (json)
-//! hello     pid: u32
+//! hello     pid: u32 | memory_mb: u32 (the largest `memory_mb` of the worker's functions; 0: none)
 //! retire    reason (utf-8)
 //! fetch     id: u64 | blob id: [u8; 32]
 //! refuse    error (json)
@@ -52,6 +52,9 @@ pub(crate) enum Frame {
     },
     Hello {
         pid: u32,
+        /// The largest `memory_mb` of the worker's own functions: the size of the worker, as a
+        /// container sized for all of them would be.
+        memory_mb: Option<u32>,
     },
     Retire {
         reason: String,
@@ -137,8 +140,11 @@ pub(crate) fn response(id: u64, result: &Result<impl AsRef<[u8]>>) -> Bytes {
     }
 }
 
-pub(crate) fn hello(pid: u32) -> Bytes {
-    frame(TAG_HELLO, 4, |buf| buf.put_u32_le(pid))
+pub(crate) fn hello(pid: u32, memory_mb: Option<u32>) -> Bytes {
+    frame(TAG_HELLO, 8, |buf| {
+        buf.put_u32_le(pid);
+        buf.put_u32_le(memory_mb.unwrap_or(0));
+    })
 }
 
 pub(crate) fn retire(reason: &str) -> Bytes {
@@ -197,8 +203,9 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
             };
             Ok(Frame::Response { id, result })
         }
-        TAG_HELLO if frame.len() >= 4 => Ok(Frame::Hello {
+        TAG_HELLO if frame.len() == 8 => Ok(Frame::Hello {
             pid: frame.get_u32_le(),
+            memory_mb: Some(frame.get_u32_le()).filter(|mb| *mb > 0),
         }),
         TAG_FETCH if frame.len() == 40 => {
             let id = frame.get_u64_le();

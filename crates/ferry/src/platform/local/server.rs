@@ -87,7 +87,10 @@ async fn serve_socket(
     let runtime = Arc::new(Runtime::new(registry, ctx));
     // The platform stops sending here once told; the work already sent still runs.
     let retire_sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let _ = frames.send(protocol::hello(std::process::id()));
+    let _ = frames.send(protocol::hello(
+        std::process::id(),
+        registry.max_memory_mb(),
+    ));
 
     let mut reader = BufReader::with_capacity(64 * 1024, read);
     while let Some(frame) = protocol::read_frame(&mut reader).await? {
