@@ -380,6 +380,41 @@ pub const HTTP_MAX_BODY: Setting = user(
     "6291456 (6 MiB)",
     "largest request body the HTTP service takes, in bytes",
 );
+/// How long a client of a server may take over a request's headers.
+pub const HTTP_HEADER_TIMEOUT_MS: Setting = user(
+    "FERRY_HTTP_HEADER_TIMEOUT_MS",
+    Takes::Positive,
+    "10000",
+    "longest a client of a ferry server may take to send a request's headers, or stay silent on an open connection (ms)",
+);
+/// How long a client of a server may take over a request's body.
+pub const HTTP_BODY_TIMEOUT_MS: Setting = user(
+    "FERRY_HTTP_BODY_TIMEOUT_MS",
+    Takes::Positive,
+    "30000",
+    "longest a client of the HTTP service or the OpenWhisk runtime may take to send a request's body (ms); then 408",
+);
+/// Most connections a server holds.
+pub const HTTP_MAX_CONNECTIONS: Setting = user(
+    "FERRY_HTTP_MAX_CONNECTIONS",
+    Takes::Positive,
+    "1024, at most the open-file limit less 64",
+    "most connections a ferry server holds open; more wait in the listen queue",
+);
+/// Most request bytes a server holds at once.
+pub const HTTP_MAX_BYTES_IN_FLIGHT_MB: Setting = user(
+    "FERRY_HTTP_MAX_BYTES_IN_FLIGHT_MB",
+    Takes::Positive,
+    "64",
+    "most request bytes the HTTP service or the OpenWhisk runtime holds at once, in MiB; more requests wait before their bodies are read",
+);
+/// How long a server drains after SIGTERM.
+pub const HTTP_DRAIN_MS: Setting = user(
+    "FERRY_HTTP_DRAIN_MS",
+    Takes::Count,
+    "25000",
+    "after SIGTERM, longest a ferry server waits for in-flight requests before it exits (ms)",
+);
 /// The HTTP service's base URL.
 pub const HTTP_URL: Setting = user(
     "FERRY_HTTP_URL",
@@ -520,6 +555,11 @@ pub const ALL: &[Setting] = &[
     LISTEN,
     AUTH_TOKEN,
     HTTP_MAX_BODY,
+    HTTP_HEADER_TIMEOUT_MS,
+    HTTP_BODY_TIMEOUT_MS,
+    HTTP_MAX_CONNECTIONS,
+    HTTP_MAX_BYTES_IN_FLIGHT_MB,
+    HTTP_DRAIN_MS,
     HTTP_URL,
     HTTP_URL_TEMPLATE,
     HTTP_ROUTES,

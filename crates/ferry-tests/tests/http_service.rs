@@ -448,3 +448,173 @@ async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exit
         "the platform sees a failed instance"
     );
 }
+
+/// Slow, silent and greedy clients, over raw TCP as an attacker would send them.
+mod limits {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::Service;
+
+    async fn connect(service: &Service) -> TcpStream {
+        TcpStream::connect(service.base.trim_start_matches("http://"))
+            .await
+            .expect("connect")
+    }
+
+    /// Reads until the server closes the connection (or `within` passes): what it said.
+    async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<String> {
+        let mut said = Vec::new();
+        match tokio::time::timeout(within, stream.read_to_end(&mut said)).await {
+            Ok(_) => Some(String::from_utf8_lossy(&said).into_owned()),
+            Err(_) => None,
+        }
+    }
+
+    fn post(length: u64) -> String {
+        format!(
+            "POST /functions/byte_len HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n"
+        )
+    }
+
+    /// A `Content-Length` of 10^12 with a 2-byte body once waited forever: it is refused at once.
+    #[tokio::test]
+    async fn an_announced_body_over_the_limit_is_refused_at_once() {
+        let service = Service::start(&[]);
+        let mut stream = connect(&service).await;
+        stream
+            .write_all(format!("{}{{}}", post(1_000_000_000_000)).as_bytes())
+            .await
+            .unwrap();
+        let said = read_to_close(&mut stream, Duration::from_secs(5))
+            .await
+            .expect("the service kept the connection open");
+        assert!(said.starts_with("HTTP/1.1 413"), "{said}");
+        assert!(said.contains("payload_too_large"), "{said}");
+    }
+
+    /// A body that stops arriving gets 408 after the body timeout, and the connection closes.
+    #[tokio::test]
+    async fn a_stalled_body_gets_408() {
+        let service = Service::start(&[("FERRY_HTTP_BODY_TIMEOUT_MS", "300")]);
+        let mut stream = connect(&service).await;
+        stream
+            .write_all(format!("{}{{\"data\": [", post(100)).as_bytes())
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let said = read_to_close(&mut stream, Duration::from_secs(5))
+            .await
+            .expect("the service waited for the body forever");
+        assert!(said.starts_with("HTTP/1.1 408"), "{said}");
+        assert!(said.contains("FERRY_HTTP_BODY_TIMEOUT_MS"), "{said}");
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
+
+    /// Silent connections beyond the cap cannot starve real callers: each is closed after the
+    /// header timeout, so a caller queued behind them is served; a kept-alive connection that
+    /// goes silent after a request is closed too.
+    #[tokio::test]
+    async fn silent_connections_are_closed_and_cannot_starve_callers() {
+        let service = Service::start(&[
+            ("FERRY_HTTP_HEADER_TIMEOUT_MS", "400"),
+            ("FERRY_HTTP_MAX_CONNECTIONS", "8"),
+        ]);
+        let mut silent = Vec::new();
+        for _ in 0..20 {
+            silent.push(connect(&service).await);
+        }
+        let started = Instant::now();
+        let (status, body) = service.json("add", r#"{"a": 1, "b": 2}"#).await;
+        assert_eq!((status, body.as_str()), (200, "3"));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        for stream in &mut silent {
+            let said = read_to_close(stream, Duration::from_secs(5)).await;
+            assert!(said.is_some(), "a silent connection was kept open");
+        }
+
+        let mut kept = connect(&service).await;
+        kept.write_all(format!("{}{{\"data\": [1]}}", post(13)).as_bytes())
+            .await
+            .unwrap();
+        let said = read_to_close(&mut kept, Duration::from_secs(5))
+            .await
+            .expect("an idle kept-alive connection stayed open");
+        assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+        assert!(said.ends_with('1'), "{said}");
+    }
+
+    /// Bodies held at once are bounded in bytes: while one call holds a 1 MiB body (its
+    /// function runs for a second), a second 1 MiB request finds no room, is not read, and gets
+    /// 503 once the body timeout passes; the first is answered.
+    #[tokio::test]
+    async fn bodies_in_flight_are_bounded_in_bytes() {
+        let service = Service::start(&[
+            ("FERRY_HTTP_MAX_BYTES_IN_FLIGHT_MB", "1"),
+            ("FERRY_HTTP_BODY_TIMEOUT_MS", "400"),
+        ]);
+        let prefix = r#"{"ms": 10, "pad": ""#;
+        let body = format!("{prefix}{}\"}}", "a".repeat((1 << 20) - prefix.len() - 2));
+        assert_eq!(body.len(), 1 << 20);
+        let request = |function: &str| {
+            format!(
+                "POST /functions/{function} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            )
+        };
+        let mut first = connect(&service).await;
+        first
+            .write_all(format!("{}{body}", request("sleep_hundredfold")).as_bytes())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let mut second = connect(&service).await;
+        second
+            .write_all(request("sleep_hundredfold").as_bytes())
+            .await
+            .unwrap();
+        let said = read_to_close(&mut second, Duration::from_secs(5))
+            .await
+            .expect("no answer");
+        assert!(said.starts_with("HTTP/1.1 503"), "{said}");
+        assert!(said.contains("FERRY_HTTP_MAX_BYTES_IN_FLIGHT_MB"), "{said}");
+        let mut answer = vec![0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), first.read(&mut answer))
+            .await
+            .expect("no answer")
+            .unwrap();
+        let said = String::from_utf8_lossy(&answer[..n]);
+        assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+        assert!(said.ends_with("10"), "{said}");
+    }
+
+    /// SIGTERM drains for at most `FERRY_HTTP_DRAIN_MS`: a client that never finishes its
+    /// request cannot keep the process alive.
+    #[tokio::test]
+    async fn sigterm_ends_the_process_within_the_drain_budget() {
+        let mut service = Service::start(&[("FERRY_HTTP_DRAIN_MS", "300")]);
+        let mut stuck = connect(&service).await;
+        stuck.write_all(post(100).as_bytes()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        // SAFETY: sends SIGTERM to the service's own process.
+        unsafe { libc::kill(service.child.id() as libc::pid_t, libc::SIGTERM) };
+        loop {
+            if service.child.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the service did not exit"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
+}

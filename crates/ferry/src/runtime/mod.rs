@@ -11,6 +11,8 @@
 //!    the platform replaces it ([`Runtime::retired`]);
 //! 5. forward a chained flow's next stage, and hand back the encoded reply.
 
+#[cfg(any(feature = "http", feature = "openwhisk", feature = "web"))]
+pub(crate) mod guard;
 pub(crate) mod serve;
 
 use std::collections::HashMap;

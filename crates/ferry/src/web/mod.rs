@@ -165,10 +165,16 @@ async fn serve_plain(router: Router) -> Result<(), String> {
     let listener = crate::runtime::serve::bind(address)
         .map_err(|e| format!("cannot listen on {address}: {e}"))?;
     crate::runtime::serve::announce(&listener).map_err(|e| e.to_string())?;
-    axum::serve(listener, router)
-        .with_graceful_shutdown(crate::runtime::serve::shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())
+    // A web app reads its own bodies: connections and headers are guarded, bodies are its own.
+    let limits = crate::runtime::guard::Limits::from_env().map_err(|e| e.to_string())?;
+    crate::runtime::guard::serve(
+        listener,
+        router,
+        &limits,
+        crate::runtime::serve::shutdown_signal(),
+    )
+    .await
+    .map_err(|e| e.to_string())
 }
 
 /// Runs one request through the router and reads the whole response.

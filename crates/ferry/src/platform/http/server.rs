@@ -40,6 +40,7 @@ use axum::routing::{get, post, put};
 
 use super::{BLOBS_HEADER, FLOW_HEADER, MISSING_BLOBS_HEADER};
 use crate::runtime::Runtime;
+use crate::runtime::guard::{self, Bodies, Limits};
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, Registry};
 
@@ -62,6 +63,7 @@ struct Settings {
     address: SocketAddr,
     max_body: usize,
     token: Option<String>,
+    limits: Limits,
 }
 
 impl Settings {
@@ -74,6 +76,7 @@ impl Settings {
             address: crate::runtime::serve::listen_address()?,
             max_body,
             token: crate::config::AUTH_TOKEN.text(),
+            limits: Limits::from_env().map_err(|e| e.to_string())?,
         })
     }
 }
@@ -97,16 +100,22 @@ async fn serve_on(registry: &'static Registry, settings: Settings) -> std::io::R
         draining: AtomicBool::new(false),
     });
     let draining = service.clone();
-    axum::serve(listener, router(service.clone()))
-        .with_graceful_shutdown(async move {
-            tokio::select! {
-                () = crate::runtime::serve::shutdown_signal() => {}
-                () = draining.runtime.retired() => {}
-            }
-            draining.draining.store(true, Ordering::Release);
-            tracing::info!("draining: no new connections, finishing in-flight invocations");
-        })
-        .await?;
+    let bodies = Bodies::new(&settings.limits, settings.max_body, failure);
+    let shutdown = async move {
+        tokio::select! {
+            () = crate::runtime::serve::shutdown_signal() => {}
+            () = draining.runtime.retired() => {}
+        }
+        draining.draining.store(true, Ordering::Release);
+        tracing::info!("draining: no new connections, finishing in-flight invocations");
+    };
+    guard::serve(
+        listener,
+        bodies.guard(router(service.clone())),
+        &settings.limits,
+        shutdown,
+    )
+    .await?;
     match service.runtime.retired_because() {
         Some(reason) => Err(std::io::Error::other(format!("retired: {reason}"))),
         None => Ok(()),

@@ -38,6 +38,7 @@ use serde_json::{Map, Value, json};
 use super::ACTIVATION_SENTINEL;
 use crate::registry::Registration;
 use crate::runtime::Runtime;
+use crate::runtime::guard::{self, Bodies, Limits};
 use crate::wire::Envelope;
 use crate::{Codec, Error, ErrorKind, Registry};
 
@@ -68,14 +69,15 @@ async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::
         initialized: tokio::sync::Notify::new(),
     });
     let stopping = state.clone();
-    axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(async move {
-            tokio::select! {
-                () = crate::runtime::serve::shutdown_signal() => {}
-                () = stopping.retired() => {}
-            }
-        })
-        .await?;
+    let limits = Limits::from_env().map_err(|e| std::io::Error::other(e.to_string()))?;
+    let router = Bodies::new(&limits, BODY_LIMIT, refused).guard(router(state.clone()));
+    guard::serve(listener, router, &limits, async move {
+        tokio::select! {
+            () = crate::runtime::serve::shutdown_signal() => {}
+            () = stopping.retired() => {}
+        }
+    })
+    .await?;
     match state.action.get().and_then(|a| a.runtime.retired_because()) {
         Some(reason) => Err(std::io::Error::other(format!("retired: {reason}"))),
         None => Ok(()),
@@ -122,6 +124,11 @@ fn router(state: Arc<ActionState>) -> Router {
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// A request the server's guard refused (too large, too slow, too much in flight).
+fn refused(status: StatusCode, failure: &Error) -> Response {
+    (status, Json(error_result(failure))).into_response()
 }
 
 async fn init(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {

@@ -1,0 +1,270 @@
+//! How every ferry server (the HTTP service, the OpenWhisk runtime, a web app) guards itself
+//! against slow, silent and greedy clients, written once:
+//!
+//! - a connection must send its request headers within the header timeout, and a kept-alive
+//!   connection that stays silent that long is closed (hyper's header read timeout, which also
+//!   runs between requests);
+//! - at most `max_connections` connections are held: more wait in the kernel's listen queue, so
+//!   silent clients cannot take every file descriptor;
+//! - a request body must arrive within the body timeout (else 408), may not announce more than
+//!   the body limit (413 at once, nothing read), and bodies held at once are bounded in bytes:
+//!   a request waits for room before its body is read (503 if none frees within the body timeout);
+//! - on shutdown the server stops accepting and lets in-flight requests finish for at most the
+//!   drain budget.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::Semaphore;
+
+use crate::{Error, ErrorKind, Result};
+
+/// A server's limits, from `FERRY_HTTP_*` (see [`crate::config`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub(crate) header_timeout: Duration,
+    pub(crate) body_timeout: Duration,
+    pub(crate) max_connections: usize,
+    pub(crate) max_bytes_in_flight: usize,
+    pub(crate) drain: Duration,
+}
+
+/// Connections kept for everything else the process opens (files, outgoing calls, workers).
+const SPARE_FILES: usize = 64;
+
+impl Limits {
+    pub(crate) fn from_env() -> Result<Self> {
+        use crate::config::{
+            HTTP_BODY_TIMEOUT_MS, HTTP_DRAIN_MS, HTTP_HEADER_TIMEOUT_MS,
+            HTTP_MAX_BYTES_IN_FLIGHT_MB, HTTP_MAX_CONNECTIONS,
+        };
+        let millis = |ms: Option<u64>, default: u64| Duration::from_millis(ms.unwrap_or(default));
+        Ok(Self {
+            header_timeout: millis(HTTP_HEADER_TIMEOUT_MS.number()?, 10_000),
+            body_timeout: millis(HTTP_BODY_TIMEOUT_MS.number()?, 30_000),
+            max_connections: match HTTP_MAX_CONNECTIONS.number()? {
+                Some(n) => n,
+                None => default_max_connections(),
+            },
+            max_bytes_in_flight: HTTP_MAX_BYTES_IN_FLIGHT_MB
+                .number::<usize>()?
+                .unwrap_or(64)
+                .saturating_mul(1 << 20),
+            drain: millis(HTTP_DRAIN_MS.number()?, 25_000),
+        })
+    }
+}
+
+/// 1024 connections, or fewer where the open-file limit is lower.
+fn default_max_connections() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct it is given.
+    let files = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    };
+    1024.min(files.saturating_sub(SPARE_FILES)).max(16)
+}
+
+/// Serves `router` on `listener` under `limits` until `shutdown` resolves, then drains.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: &Limits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.header_timeout)
+        .keep_alive_timeout(limits.header_timeout);
+    let builder = Arc::new(builder);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = connections.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let (stream, _) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, say: wait a little rather than spin.
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let builder = builder.clone();
+        let header_timeout = limits.header_timeout;
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _permit = permit;
+            // A client that connects and says nothing never reaches hyper's own header timer
+            // (the protocol is told by the first bytes): it gets the same time to start.
+            // (`readable()` may wake at once on a fresh socket: `peek` waits for a byte.)
+            let mut first = [0u8; 1];
+            if !matches!(
+                tokio::time::timeout(header_timeout, stream.peek(&mut first)).await,
+                Ok(Ok(1))
+            ) {
+                return;
+            }
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            if let Err(error) = watcher.watch(connection.into_owned()).await {
+                tracing::trace!(%error, "connection ended");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(limits.drain, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            budget = ?limits.drain,
+            "draining took longer than its budget: exiting with requests in flight"
+        );
+    }
+    Ok(())
+}
+
+/// How a platform answers a refused request, in its own error shape.
+pub(crate) type Refusal = fn(StatusCode, &Error) -> Response;
+
+/// Request bodies held at once, in bytes, and how long one may take to arrive.
+#[derive(Debug, Clone)]
+pub(crate) struct Bodies {
+    max_body: usize,
+    timeout: Duration,
+    in_flight: Arc<Semaphore>,
+    capacity: usize,
+    refusal: Refusal,
+}
+
+impl Bodies {
+    pub(crate) fn new(limits: &Limits, max_body: usize, refusal: Refusal) -> Self {
+        let capacity = limits.max_bytes_in_flight.clamp(1, Semaphore::MAX_PERMITS);
+        Self {
+            max_body,
+            timeout: limits.body_timeout,
+            in_flight: Arc::new(Semaphore::new(capacity)),
+            capacity,
+            refusal,
+        }
+    }
+
+    /// `router` with every request body read under these rules before its handler runs.
+    pub(crate) fn guard(self, router: Router) -> Router {
+        router.layer(axum::middleware::from_fn(move |request, next| {
+            let bodies = self.clone();
+            async move { bodies.admit(request, next).await }
+        }))
+    }
+
+    async fn admit(&self, request: Request, next: Next) -> Response {
+        let announced = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if let Some(size) = announced.filter(|size| *size > self.max_body as u64) {
+            return self.refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Error::new(ErrorKind::PayloadTooLarge {
+                    size,
+                    limit: self.max_body as u64,
+                }),
+            );
+        }
+        // Room for what the body may hold: its announced size, else the most it may be.
+        let wanted = announced.map_or(self.max_body, |size| size as usize);
+        let permits = u32::try_from(wanted.clamp(1, self.capacity)).unwrap_or(u32::MAX);
+        let Ok(Ok(room)) = tokio::time::timeout(
+            self.timeout,
+            self.in_flight.clone().acquire_many_owned(permits),
+        )
+        .await
+        else {
+            return self.refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Error::unavailable(
+                    "too many request bytes in flight here; try again (FERRY_HTTP_MAX_BYTES_IN_FLIGHT_MB)",
+                ),
+            );
+        };
+        let (parts, body) = request.into_parts();
+        let body = match tokio::time::timeout(
+            self.timeout,
+            axum::body::to_bytes(body, self.max_body),
+        )
+        .await
+        {
+            Ok(Ok(body)) => body,
+            Ok(Err(_)) => {
+                return self.refuse(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    Error::new(ErrorKind::PayloadTooLarge {
+                        size: self.max_body as u64 + 1,
+                        limit: self.max_body as u64,
+                    }),
+                );
+            }
+            Err(_) => {
+                return self.refuse(
+                    StatusCode::REQUEST_TIMEOUT,
+                    Error::bad_input(
+                        ".",
+                        format!(
+                            "the request body did not arrive within {} ms (FERRY_HTTP_BODY_TIMEOUT_MS)",
+                            self.timeout.as_millis()
+                        ),
+                    ),
+                );
+            }
+        };
+        let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+        // The body is held until the handler is done with it.
+        drop(room);
+        response
+    }
+
+    /// The platform's error answer, closing the connection: what is left of the request is not
+    /// read.
+    fn refuse(&self, status: StatusCode, error: Error) -> Response {
+        let mut response = (self.refusal)(status, &error);
+        response.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+        response
+    }
+}
