@@ -352,8 +352,17 @@ impl SchedulerState {
             .collect()
     }
 
+    /// Workers that count against the limit: those taking work, and one that is ending before
+    /// it ever served, until its exit says whether this executable can serve at all (else a
+    /// replacement would start, and end the same way, while that is decided).
     fn live_workers(&self) -> usize {
-        self.workers.iter().filter(|w| !w.retiring).count()
+        self.workers
+            .iter()
+            .filter(|w| {
+                !w.retiring
+                    || (!w.ready && matches!(w.kill_reason, None | Some(KillReason::Broken)))
+            })
+            .count()
     }
 
     /// The least-loaded live worker holding fewer than `capacity` invocations of `function`.
@@ -721,6 +730,8 @@ impl Scheduler {
                  program, whose `main` is `#[ferry::main]` (or calls `ferry::run`)",
                 self.exe.display()
             ));
+            tracing::error!(worker = worker_id, %error, "local worker ended before serving");
+            state.refused = Some(error.clone());
             let mut failed = state.take_queued();
             failed.extend(worker.inflight.into_values().map(|inflight| inflight.reply));
             drop(state);
