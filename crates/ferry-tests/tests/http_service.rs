@@ -449,6 +449,78 @@ async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exit
     );
 }
 
+/// A thousand calls of a body that never ends: the first overrun retires the service, the calls
+/// it had not started yet are refused (503) instead of each leaving another spinning thread,
+/// threads stay bounded, and the process exits so the platform replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_stuck_sync_calls_leave_the_service_replaceable() {
+    let mut service = Service::start(&[]);
+    let pid = service.child.id();
+    let threads = move || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Threads:"))
+                    .and_then(|n| n.trim().parse::<usize>().ok())
+            })
+            .unwrap_or(0)
+    };
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        tokio::spawn(async move {
+            let mut most = 0;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(threads());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            most
+        })
+    };
+    let calls = (0..1_000).map(|_| {
+        let request = service
+            .http
+            .post(format!("{}/functions/spin_forever", service.base))
+            .send();
+        async move {
+            match tokio::time::timeout(Duration::from_secs(30), request).await {
+                Ok(Ok(response)) => Some(response.status().as_u16()),
+                Ok(Err(_)) => None, // the listener closed while it waited to be accepted
+                Err(_) => panic!("a call hung"),
+            }
+        }
+    });
+    let answers = futures::future::join_all(calls).await;
+    let status = common::exit_within(
+        &mut service.child,
+        Duration::from_secs(10),
+        "the service kept running with stuck threads",
+    );
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let most_threads = sampler.await.unwrap();
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "the platform sees a failed instance"
+    );
+    let timed_out = answers.iter().filter(|a| **a == Some(504)).count();
+    let refused = answers.iter().filter(|a| **a == Some(503)).count();
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, None | Some(503) | Some(504))),
+        "{answers:?}"
+    );
+    assert!(
+        (1..=4).contains(&timed_out),
+        "{timed_out} bodies ran: each left a spinning thread"
+    );
+    assert!(refused > 0, "{answers:?}");
+    assert!(most_threads < 64, "{most_threads} threads");
+}
+
 /// Slow, silent and greedy clients, over raw TCP as an attacker would send them.
 mod limits {
     use std::time::{Duration, Instant};

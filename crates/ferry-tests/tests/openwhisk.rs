@@ -24,10 +24,15 @@ struct Container {
 
 impl Container {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    fn start_with(env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
             .env("FERRY_ROLE", "openwhisk")
             .env("FERRY_LISTEN", "127.0.0.1:0")
             .env_remove("__OW_ALLOW_CONCURRENT")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -393,4 +398,49 @@ async fn a_stuck_sync_body_retires_the_container() {
     assert_eq!(status.code(), Some(2));
     let stderr = container.stderr.lock().unwrap().join("\n");
     assert!(stderr.contains("retired"), "{stderr}");
+}
+
+/// A thousand concurrent activations of a body that never ends, in a container that allows
+/// concurrent activations: one runs and times out, the rest are refused rather than each leaving
+/// a spinning thread, and the container exits so the invoker replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_stuck_activations_leave_the_container_replaceable() {
+    let mut container = Container::start_with(&[("__OW_ALLOW_CONCURRENT", "true")]);
+    container.init("spin_forever").await;
+    let http = reqwest::Client::new();
+    let runs = (0..1_000).map(|_| {
+        let request = http
+            .post(format!("{}/run", container.base))
+            .json(&json!({"value": {}}))
+            .send();
+        async move {
+            match tokio::time::timeout(Duration::from_secs(30), request).await {
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16();
+                    let body: Value = response.json().await.unwrap_or_default();
+                    Some((status, body["ferry"]["kind"].as_str().map(str::to_owned)))
+                }
+                Ok(Err(_)) => None,
+                Err(_) => panic!("an activation hung"),
+            }
+        }
+    });
+    let answers = futures::future::join_all(runs).await;
+    let status = common::exit_within(
+        &mut container.child,
+        Duration::from_secs(10),
+        "the container kept running with stuck threads",
+    );
+    assert_eq!(status.code(), Some(2));
+    let ran = answers
+        .iter()
+        .flatten()
+        .filter(|(_, kind)| kind.as_deref() == Some("timeout"))
+        .count();
+    assert!(
+        answers.iter().flatten().all(|(status, kind)| *status >= 500
+            && matches!(kind.as_deref(), Some("timeout" | "unavailable"))),
+        "{answers:?}"
+    );
+    assert!((1..=4).contains(&ran), "{ran} bodies ran");
 }

@@ -3,7 +3,8 @@
 //!
 //! 1. choose the function, by one rule on every platform ([`Runtime::choose`]);
 //! 2. admit the invocation ([`Runtime::admit`] refuses new work once the instance retires; what
-//!    it already holds still runs) under the function's `concurrency` (more wait their turn);
+//!    it already runs finishes, and what still waits for a slot is refused) under the function's
+//!    `concurrency` (more wait their turn);
 //! 3. run it under its timeout, or the caller's earlier deadline, with the platform's metadata
 //!    in its [`crate::Invocation`] (never in the process environment);
 //! 4. on an overrun (a sync body past its deadline, whose thread cannot be stopped) retire the
@@ -98,6 +99,13 @@ impl Runtime {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
+        // Work that waited for a slot while the instance retired does not start: each such call
+        // could leave one more thread stuck where the last one is.
+        if let Some(reason) = self.retired.get() {
+            return Err(retiring_error(reason)
+                .in_function(descriptor.id)
+                .in_invocation(envelope.invocation));
+        }
         let (result, overrun) =
             crate::execute::execute(&self.ctx, registration, envelope, payload, Placement::Here)
                 .await;

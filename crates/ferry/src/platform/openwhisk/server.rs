@@ -212,8 +212,8 @@ async fn run(State(state): State<Arc<ActionState>>, body: Bytes) -> Response {
             "the action is not initialized: call /init first",
         );
     };
-    if let Err(refused) = action.runtime.admit() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, refused.to_string());
+    if let Err(retiring) = action.runtime.admit() {
+        return refused(StatusCode::SERVICE_UNAVAILABLE, &retiring);
     }
     let _exclusive = if action.concurrent {
         None
