@@ -300,6 +300,13 @@ pub fn double(n: i64) -> i64 {
     2 * n
 }
 
+/// Flow stage: one more than the number, one invocation per instance at a time (the default
+/// concurrency), so a flow that uses it twice needs its capacity twice.
+#[ferry::function]
+pub fn increment(n: i64) -> i64 {
+    n + 1
+}
+
 /// Flow stage: fails above 1,000.
 #[ferry::function(concurrency = 64)]
 pub fn at_most_thousand(n: i64) -> Result<i64, String> {

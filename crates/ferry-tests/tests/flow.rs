@@ -77,6 +77,28 @@ async fn chained_stages_call_each_other_over_http() {
     );
 }
 
+/// A chained stage waits for the rest of its flow holding none of its function's capacity: with
+/// two workers, a function of concurrency 1 used twice in a flow, and eight flows at once, every
+/// stage's worker is waiting on a later stage of the same function. That once deadlocked until
+/// the stages' timeouts ran out (0 of 8 flows succeeded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_used_twice_in_chained_flows_does_not_deadlock() {
+    let ctx = local(2);
+    let flow = Flow::start::<Increment>()
+        .then::<Increment>()
+        .then::<Increment>();
+    let started = Instant::now();
+    let outputs = bounded(futures::future::join_all((0..8).map(|n| flow.run(&ctx, n)))).await;
+    for (n, output) in outputs.into_iter().enumerate() {
+        assert_eq!(output.unwrap(), Some(n as i64 + 3));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// A chained flow longer than `ferry::flow::MAX_STAGES` is refused before anything runs (its
 /// route would be refused by every worker); orchestrated, the same flow runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

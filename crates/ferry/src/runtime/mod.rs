@@ -94,6 +94,21 @@ impl Runtime {
         envelope: &Envelope,
         payload: Bytes,
     ) -> Result<Vec<u8>> {
+        self.invoke_releasing(registration, envelope, payload, || {})
+            .await
+    }
+
+    /// [`invoke`](Self::invoke), calling `released` once the body has ended and given back its
+    /// slot, before a chained flow's next stage is forwarded: a platform that counts capacity
+    /// itself (the local platform) must stop counting the stage there, or stages waiting on
+    /// later stages of the same function fill its capacity and the flow deadlocks.
+    pub(crate) async fn invoke_releasing(
+        &self,
+        registration: &'static Registration,
+        envelope: &Envelope,
+        payload: Bytes,
+        released: impl FnOnce(),
+    ) -> Result<Vec<u8>> {
         let descriptor = registration.descriptor();
         let slot = match self.slots.get(descriptor.id) {
             Some(slots) => slots.acquire().await.ok(),
@@ -115,6 +130,9 @@ impl Runtime {
                 "`{}` overran its timeout on a thread that cannot be stopped",
                 descriptor.id
             ));
+        }
+        if envelope.flow.is_some() {
+            released();
         }
         crate::flow::forward(&self.ctx, envelope, result).await
     }

@@ -276,6 +276,8 @@ struct Worker {
 
 struct Inflight {
     function: Arc<str>,
+    /// A chained stage whose body ended: it no longer counts against the function's capacity.
+    released: bool,
     reply: Reply,
     span: tracing::Span,
     dispatched: Instant,
@@ -406,6 +408,7 @@ impl SchedulerState {
             job.slot,
             Inflight {
                 function: job.function,
+                released: false,
                 reply: job.reply,
                 span: job.span,
                 dispatched: Instant::now(),
@@ -610,8 +613,10 @@ impl Scheduler {
                 };
                 done.span
                     .record("run_ms", millis(done.dispatched.elapsed()));
-                if let Some(count) = worker.per_function.get_mut(&done.function) {
-                    *count = count.saturating_sub(1);
+                if !done.released {
+                    if let Some(count) = worker.per_function.get_mut(&done.function) {
+                        *count = count.saturating_sub(1);
+                    }
                 }
                 worker.last_active = Instant::now();
                 if worker.retiring && worker.inflight.is_empty() {
@@ -620,6 +625,23 @@ impl Scheduler {
                 self.pump(&mut state, &done.function);
                 drop(state);
                 let _ = done.reply.send(result);
+            }
+            Frame::Released { id } => {
+                // A chained stage's body ended: it waits for the rest of the flow holding none of
+                // the function's capacity, which may now run the later stages.
+                let mut state = self.lock();
+                let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) else {
+                    return;
+                };
+                let Some(inflight) = worker.inflight.get_mut(&id).filter(|i| !i.released) else {
+                    return;
+                };
+                inflight.released = true;
+                let function = inflight.function.clone();
+                if let Some(count) = worker.per_function.get_mut(&function) {
+                    *count = count.saturating_sub(1);
+                }
+                self.pump(&mut state, &function);
             }
             Frame::Request {
                 id,

@@ -12,10 +12,16 @@
 //! retire    reason (utf-8)
 //! fetch     id: u64 | blob id: [u8; 32]
 //! refuse    error (json)
+//! released  id: u64
 //! ```
 //!
 //! A process started as a worker whose `main` did not hand over to ferry sends `refuse` instead
 //! of `hello`: the platform fails its work with that error and starts no more workers.
+//!
+//! A worker sends `released` when the body of a chained flow's stage has ended and what is left
+//! is forwarding to the next stage: the invocation holds none of the function's capacity any
+//! more, so the platform may send the worker more of the function's work (the later stage
+//! included) while the stage waits for the rest of the flow.
 //!
 //! A worker sends `fetch` for a shared value's blob that an envelope lists and its cache lacks;
 //! the platform answers with a response of the same id whose output is the blob (codec tag and
@@ -35,6 +41,7 @@ const TAG_HELLO: u8 = 3;
 const TAG_RETIRE: u8 = 4;
 const TAG_FETCH: u8 = 5;
 const TAG_REFUSE: u8 = 6;
+const TAG_RELEASED: u8 = 7;
 
 /// Largest frame either side accepts: arguments or results above it are refused before sending.
 pub(crate) const MAX_FRAME: usize = 256 << 20;
@@ -65,6 +72,9 @@ pub(crate) enum Frame {
     },
     Refuse {
         error: Error,
+    },
+    Released {
+        id: u64,
     },
 }
 
@@ -158,6 +168,10 @@ pub(crate) fn refuse(error: &Error) -> Bytes {
     frame(TAG_REFUSE, body.len(), |buf| buf.put_slice(&body))
 }
 
+pub(crate) fn released(id: u64) -> Bytes {
+    frame(TAG_RELEASED, 8, |buf| buf.put_u64_le(id))
+}
+
 pub(crate) fn fetch(id: u64, blob: &BlobId) -> Bytes {
     frame(TAG_FETCH, 40, |buf| {
         buf.put_u64_le(id);
@@ -206,6 +220,9 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
         TAG_HELLO if frame.len() == 8 => Ok(Frame::Hello {
             pid: frame.get_u32_le(),
             memory_mb: Some(frame.get_u32_le()).filter(|mb| *mb > 0),
+        }),
+        TAG_RELEASED if frame.len() == 8 => Ok(Frame::Released {
+            id: frame.get_u64_le(),
         }),
         TAG_FETCH if frame.len() == 40 => {
             let id = frame.get_u64_le();

@@ -107,13 +107,17 @@ async fn serve_socket(
                 tokio::spawn(async move {
                     // Arguments are decoded and outputs encoded outside the body's own guard, by
                     // the user's serde impls: a panic there still gets an answer.
-                    let result = AssertUnwindSafe(run_one(&runtime, &parent, &envelope, payload))
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|payload| {
-                            let message = crate::error::panic_message(&*payload);
-                            Err(Error::panic(message).in_function(&envelope.function))
-                        });
+                    let released = || {
+                        let _ = frames.send(protocol::released(id));
+                    };
+                    let result =
+                        AssertUnwindSafe(run_one(&runtime, &parent, &envelope, payload, released))
+                            .catch_unwind()
+                            .await
+                            .unwrap_or_else(|payload| {
+                                let message = crate::error::panic_message(&*payload);
+                                Err(Error::panic(message).in_function(&envelope.function))
+                            });
                     // Retire first: the platform must stop sending here before the caller,
                     // woken by the response, sends its next call.
                     if let Some(reason) = runtime.retired_because() {
@@ -147,6 +151,7 @@ async fn run_one(
     parent: &ParentLink,
     envelope: &Envelope,
     payload: Bytes,
+    released: impl FnOnce(),
 ) -> Result<Vec<u8>> {
     let registration = runtime.registry().lookup(&envelope.function)?;
     // Shared values the arguments refer to by id are fetched from the platform, once per
@@ -156,7 +161,9 @@ async fn run_one(
         .map_err(|error| error.in_function(&envelope.function))?;
     // The platform may send work ahead (prefetch): it waits in the runtime for one of the
     // function's slots, and its timeout starts when it runs.
-    runtime.invoke(registration, envelope, payload).await
+    runtime
+        .invoke_releasing(registration, envelope, payload, released)
+        .await
 }
 
 /// The backend of contexts inside a local worker: invocations go to the platform that started
