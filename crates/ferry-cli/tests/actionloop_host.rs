@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod common;
+
+use common::Scratch;
+
 const SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
 
 /// The interpreter by absolute path: the proxy gives actions no `PATH`.
@@ -94,7 +98,26 @@ struct Host {
     stdout: Arc<Mutex<Vec<String>>>,
     stderr: Arc<Mutex<Vec<String>>>,
     http: reqwest::Client,
-    workdir: PathBuf,
+    /// Removed when the test ends, whatever the host did.
+    cleanup: Option<PathBuf>,
+}
+
+/// `ferry actionloop-host` on a free loopback port, without an inherited `__OW_WAIT_FOR_ACK`.
+fn host_command(copies: u32, wait_for_ack: bool) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
+    command
+        .args([
+            "actionloop-host",
+            "--listen",
+            "127.0.0.1:0",
+            "--copies",
+            &copies.to_string(),
+        ])
+        .env_remove("__OW_WAIT_FOR_ACK");
+    if wait_for_ack {
+        command.arg("--wait-for-ack");
+    }
+    command
 }
 
 impl Host {
@@ -104,23 +127,14 @@ impl Host {
             std::process::id(),
             rand_suffix()
         ));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ferry"));
-        command
-            .args([
-                "actionloop-host",
-                "--listen",
-                "127.0.0.1:0",
-                "--copies",
-                &copies.to_string(),
-            ])
-            .arg("--workdir")
-            .arg(&workdir)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env_remove("__OW_WAIT_FOR_ACK");
-        if wait_for_ack {
-            command.arg("--wait-for-ack");
-        }
+        let mut command = host_command(copies, wait_for_ack);
+        command.arg("--workdir").arg(&workdir);
+        Self::launch(command, Some(workdir))
+    }
+
+    /// Runs `command` (which ends up as the host) and waits for its address.
+    fn launch(mut command: Command, cleanup: Option<PathBuf>) -> Self {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command.spawn().expect("start ferry actionloop-host");
         let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
         let base = stderr
@@ -149,16 +163,22 @@ impl Host {
             stdout,
             stderr: stderr_lines,
             http: reqwest::Client::new(),
-            workdir,
+            cleanup,
         }
     }
 
     async fn post(&self, route: &str, body: Value) -> (u16, Value) {
+        self.post_bytes(route, serde_json::to_vec(&body).unwrap())
+            .await
+    }
+
+    async fn post_bytes(&self, route: &str, body: Vec<u8>) -> (u16, Value) {
         let response = tokio::time::timeout(
             Duration::from_secs(30),
             self.http
                 .post(format!("{}{route}", self.base))
-                .json(&body)
+                .header("content-type", "application/json")
+                .body(body)
                 .send(),
         )
         .await
@@ -174,13 +194,40 @@ impl Host {
         self.post("/run", json!({"value": value, "activation_id": "act"}))
             .await
     }
+
+    fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap()
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: kill only sends a signal to the host this test started.
+        assert_eq!(unsafe { libc::kill(self.pid(), signal) }, 0);
+    }
+
+    /// The host's exit status, failing the test if it is still running after `within`.
+    fn exit_within(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the host still runs after {within:?}: {:?}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.workdir);
+        if let Some(dir) = &self.cleanup {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
@@ -311,4 +358,147 @@ async fn a_c_action_without_ack() {
         "two overlapping runs need two copies: {pids:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sleep` by absolute path: actions get no `PATH`.
+fn sleep_path() -> String {
+    let output = Command::new("sh")
+        .args(["-c", "command -v sleep"])
+        .output()
+        .expect("sh");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A shell action that starts a long `sleep` of its own, writes `<its pid> <that pid>` to
+/// `$PIDS`, and per activation touches `$PIDS.run`, naps `$NAP` seconds and answers its pid.
+fn sleepy_action() -> String {
+    let sleep = sleep_path();
+    format!(
+        r#"#!/bin/sh
+{sleep} 1000 </dev/null >/dev/null 2>&1 3>&- &
+echo "$$ $!" > "$PIDS"
+while read -r line; do
+  echo run > "$PIDS.run"
+  {sleep} "$NAP"
+  echo "{{\"pid\": $$}}" >&3
+done
+"#
+    )
+}
+
+/// Running, not a zombie.
+fn alive(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
+}
+
+fn gone_within(pid: i32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Kills what a failed test leaves running.
+struct Pids(Vec<i32>);
+
+impl Drop for Pids {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            if alive(pid) {
+                // SAFETY: kill only sends a signal, to a process this test's host started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+async fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && text.ends_with('\n')
+        {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "no {}", path.display());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The pids `sleepy_action` wrote: its own and its `sleep`'s.
+async fn sleepy_pids(path: &Path) -> (i32, i32) {
+    let text = wait_for_file(path).await;
+    let mut pids = text.split_whitespace().map(|p| p.parse().unwrap());
+    (pids.next().unwrap(), pids.next().unwrap())
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_run_in_flight_finish_then_stops_every_copy() {
+    let scratch = Scratch::new("actionloop-drain");
+    let pids = scratch.path().join("pids");
+    let mut host = Host::start(2, false);
+    let init = json!({"value": {"code": sleepy_action(), "env": {"PIDS": pids, "NAP": "1"}}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    let (copy, child) = sleepy_pids(&pids).await;
+    let _cleanup = Pids(vec![copy, child]);
+    assert!(alive(copy) && alive(child));
+    let signal = async {
+        // Once the copy has the activation.
+        wait_for_file(&scratch.path().join("pids.run")).await;
+        host.signal(libc::SIGTERM);
+        Instant::now()
+    };
+    let ((status, body), signalled) = tokio::join!(host.run(json!({"slow": true})), signal);
+    assert_eq!((status, &body["pid"]), (200, &json!(copy)), "{body}");
+    assert_eq!(host.exit_within(Duration::from_secs(10)).code(), Some(0));
+    assert!(signalled.elapsed() < Duration::from_secs(10));
+    assert!(
+        gone_within(copy, Duration::from_secs(5)),
+        "the copy outlived the host"
+    );
+    assert!(
+        gone_within(child, Duration::from_secs(5)),
+        "a process the copy started outlived the host"
+    );
+}
+
+#[tokio::test]
+async fn the_drain_is_bounded_by_drain_timeout() {
+    let scratch = Scratch::new("actionloop-drain-bound");
+    let pids = scratch.path().join("pids");
+    let workdir = scratch.path().join("work");
+    let mut command = host_command(1, false);
+    command
+        .args(["--drain-timeout", "0.5", "--workdir"])
+        .arg(&workdir);
+    let mut host = Host::launch(command, None);
+    let init = json!({"value": {"code": sleepy_action(), "env": {"PIDS": pids, "NAP": "1000"}}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    let (copy, child) = sleepy_pids(&pids).await;
+    let _cleanup = Pids(vec![copy, child]);
+    let signal = async {
+        wait_for_file(&scratch.path().join("pids.run")).await;
+        host.signal(libc::SIGINT);
+        Instant::now()
+    };
+    let (answer, signalled) = tokio::join!(host.run(json!({"forever": true})), signal);
+    assert_eq!(answer, (400, json!({"error": "command exited"})));
+    assert_eq!(host.exit_within(Duration::from_secs(10)).code(), Some(0));
+    let took = signalled.elapsed();
+    assert!(
+        took >= Duration::from_millis(500) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert!(gone_within(copy, Duration::from_secs(5)));
+    assert!(gone_within(child, Duration::from_secs(5)));
 }

@@ -1,19 +1,49 @@
 //! One running copy of the action executable, spoken to as the ActionLoop proxy does: a line on
 //! stdin per activation, a line back on fd 3.
+//!
+//! Each copy leads a process group of its own, so stopping it (`killpg`) also stops whatever
+//! the executable started, and the terminal's Ctrl-C reaches the host, not the copies.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{Context as _, bail};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin};
 
+/// The process groups of the copies alive, so shutdown can stop the busy ones too.
+#[derive(Default)]
+pub struct Groups(Mutex<BTreeSet<libc::pid_t>>);
+
+impl Groups {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<libc::pid_t>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Kills every copy and all it started.
+    pub fn kill_all(&self) {
+        for &group in self.lock().iter() {
+            kill_group(group);
+        }
+    }
+}
+
+fn kill_group(group: libc::pid_t) {
+    // SAFETY: killpg only sends a signal; `group` is a copy's pid, which leads its group.
+    unsafe { libc::killpg(group, libc::SIGKILL) };
+}
+
 pub struct Copy {
     child: Child,
+    group: libc::pid_t,
+    groups: Arc<Groups>,
+    /// Killed and reaped: its group is gone and its id may be reused.
+    stopped: bool,
     stdin: ChildStdin,
     results: BufReader<pipe::Receiver>,
 }
@@ -31,6 +61,7 @@ impl Copy {
         exec: &Path,
         env: &BTreeMap<String, String>,
         wait_for_ack: bool,
+        groups: &Arc<Groups>,
     ) -> anyhow::Result<Self> {
         let mut fds = [0; 2];
         // SAFETY: pipe2 writes two descriptors into the array.
@@ -47,7 +78,8 @@ impl Copy {
             .envs(std::env::vars().filter(|(key, _)| key.starts_with("__OW_")))
             .envs(env)
             .stdin(Stdio::piped())
-            .current_dir(exec.parent().unwrap_or(Path::new("/")));
+            .current_dir(exec.parent().unwrap_or(Path::new("/")))
+            .process_group(0);
         if wait_for_ack {
             command.env("__OW_WAIT_FOR_ACK", "true");
         } else {
@@ -71,15 +103,21 @@ impl Copy {
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("cannot start `{}`", exec.display()))?;
+        let group = child
+            .id()
+            .and_then(|id| libc::pid_t::try_from(id).ok())
+            .context("the action has no pid")?;
+        groups.lock().insert(group);
         drop(write_end);
-        let stdin = child.stdin.take().context("no stdin pipe")?;
-        let results = BufReader::new(
-            pipe::Receiver::from_owned_fd(read_end).context("cannot read the result pipe")?,
-        );
         let mut copy = Self {
+            stdin: child.stdin.take().context("no stdin pipe")?,
             child,
-            stdin,
-            results,
+            group,
+            groups: groups.clone(),
+            stopped: false,
+            results: BufReader::new(
+                pipe::Receiver::from_owned_fd(read_end).context("cannot read the result pipe")?,
+            ),
         };
         if wait_for_ack {
             let mut line = String::new();
@@ -118,7 +156,24 @@ impl Copy {
         }
     }
 
-    pub fn id(&self) -> Option<u32> {
-        self.child.id()
+    /// Kills the copy and its group and reaps it.
+    pub async fn stop(mut self) {
+        kill_group(self.group);
+        let _ = self.child.wait().await;
+        self.stopped = true;
+    }
+
+    pub fn id(&self) -> libc::pid_t {
+        self.group
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        // The group outlives its leader while anything the executable started still runs.
+        if !self.stopped {
+            kill_group(self.group);
+        }
+        self.groups.lock().remove(&self.group);
     }
 }
