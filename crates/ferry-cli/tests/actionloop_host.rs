@@ -442,11 +442,264 @@ async fn sleepy_pids(path: &Path) -> (i32, i32) {
     (pids.next().unwrap(), pids.next().unwrap())
 }
 
+enum Entry<'a> {
+    File(&'a [u8]),
+    Link(&'a str),
+}
+
+fn zip_of(entries: &[(&str, Entry<'_>)]) -> String {
+    let mut buffer = std::io::Cursor::new(Vec::new());
+    {
+        let mut zip = zip::ZipWriter::new(&mut buffer);
+        let options = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+        for (name, entry) in entries {
+            match entry {
+                Entry::File(bytes) => {
+                    zip.start_file(*name, options).unwrap();
+                    zip.write_all(bytes).unwrap();
+                }
+                Entry::Link(target) => zip.add_symlink(*name, *target, options).unwrap(),
+            }
+        }
+        zip.finish().unwrap();
+    }
+    base64_simd::STANDARD.encode_to_string(buffer.into_inner())
+}
+
+/// Answers every activation with the path it runs from (`$0`).
+const WHERE_AM_I: &str =
+    "#!/bin/sh\nwhile read -r line; do echo \"{\\\"exec\\\": \\\"$0\\\"}\" >&3; done\n";
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// A file the action must never touch, and its mode.
+fn victim(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "do not touch\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    victim
+}
+
+fn untouched(victim: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(victim).unwrap(),
+        "do not touch\n",
+        "the action overwrote a file outside its directory"
+    );
+    assert_eq!(mode(victim), 0o600, "the action changed a file's mode");
+}
+
+#[tokio::test]
+async fn a_directory_planted_at_the_old_predictable_path_is_never_used() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = Scratch::new("actionloop-planted");
+    let victim = victim(tmp.path());
+    // The shell plants `$TMPDIR/ferry-actionloop-<pid>/exec -> victim` and then becomes the
+    // host with that same pid.
+    let mut command = Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(
+            r#"mkdir "$TMPDIR/ferry-actionloop-$$" && ln -s "$1" "$TMPDIR/ferry-actionloop-$$/exec" && exec "$0" actionloop-host --listen 127.0.0.1:0 --copies 1"#,
+        )
+        .arg(env!("CARGO_BIN_EXE_ferry"))
+        .arg(&victim)
+        .env("TMPDIR", tmp.path())
+        .env_remove("__OW_WAIT_FOR_ACK");
+    let mut host = Host::launch(command, None);
+    let planted = format!("ferry-actionloop-{}", host.pid());
+    let fresh: Vec<String> = names(tmp.path())
+        .into_iter()
+        .filter(|n| n.starts_with("ferry-actionloop-") && *n != planted)
+        .collect();
+    assert_eq!(
+        names(tmp.path()).len(),
+        3,
+        "the victim, the planted dir and the host's own: {:?}",
+        names(tmp.path())
+    );
+    assert_eq!(fresh.len(), 1, "{fresh:?}");
+    let workdir = tmp.path().join(&fresh[0]);
+    let meta = std::fs::symlink_metadata(&workdir).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(mode(&workdir), 0o700);
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+
+    let init = json!({"value": {"code": WHERE_AM_I}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    let (status, body) = host.run(json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let exec = PathBuf::from(body["exec"].as_str().unwrap());
+    assert!(exec.starts_with(&workdir), "{exec:?} is not in {workdir:?}");
+    untouched(&victim);
+    let link = tmp.path().join(&planted).join("exec");
+    assert_eq!(std::fs::read_link(&link).unwrap(), victim);
+
+    host.signal(libc::SIGTERM);
+    assert_eq!(host.exit_within(Duration::from_secs(10)).code(), Some(0));
+    assert!(!workdir.exists(), "the work dir outlived the host");
+    assert!(
+        tmp.path().join(&planted).exists(),
+        "the host removed a dir it did not make"
+    );
+    untouched(&victim);
+}
+
+#[tokio::test]
+async fn zips_with_links_or_paths_outside_the_action_are_refused() {
+    let tmp = Scratch::new("actionloop-zip");
+    let victim = victim(tmp.path());
+    let mut command = host_command(1, false);
+    command.env("TMPDIR", tmp.path());
+    let host = Host::launch(command, None);
+    let exec = WHERE_AM_I.as_bytes();
+    let target = victim.to_str().unwrap();
+    let escape = tmp.path().join("escaped");
+    let absolute = escape.to_str().unwrap();
+    let refused = [
+        (
+            vec![("exec", Entry::File(exec)), ("data", Entry::Link(target))],
+            "the action zip's entry `data` is a symbolic link, which is not allowed",
+        ),
+        (
+            vec![("exec", Entry::Link(target))],
+            "the action zip's entry `exec` is a symbolic link, which is not allowed",
+        ),
+        (
+            vec![
+                ("exec", Entry::File(exec)),
+                ("../../escaped", Entry::File(b"x")),
+            ],
+            "the action zip's entry `../../escaped` points outside the action directory",
+        ),
+        (
+            vec![("exec", Entry::File(exec)), (absolute, Entry::File(b"x"))],
+            "points outside the action directory",
+        ),
+    ];
+    for (entries, error) in refused {
+        let init = json!({"value": {"code": zip_of(&entries), "binary": true}});
+        let (status, body) = host.post("/init", init).await;
+        assert_eq!(status, 502, "{body}");
+        let message = body["error"].as_str().unwrap_or_default();
+        assert!(message.ends_with(error), "{message}");
+    }
+    untouched(&victim);
+    assert!(!escape.exists());
+    let workdirs: Vec<String> = names(tmp.path())
+        .into_iter()
+        .filter(|n| n.starts_with("ferry-actionloop-"))
+        .collect();
+    assert_eq!(
+        names(tmp.path()).len(),
+        2,
+        "only the victim and the work dir: {:?}",
+        names(tmp.path())
+    );
+    let workdir = tmp.path().join(&workdirs[0]);
+    assert_eq!(
+        names(&workdir),
+        Vec::<String>::new(),
+        "refused actions left files"
+    );
+    // A refused /init leaves the host free to take a good action.
+    let good = zip_of(&[
+        ("exec", Entry::File(exec)),
+        ("lib/data.txt", Entry::File(b"x")),
+    ]);
+    let init = json!({"value": {"code": good, "binary": true}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    let (status, body) = host.run(json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let exec = PathBuf::from(body["exec"].as_str().unwrap());
+    assert!(exec.starts_with(&workdir), "{exec:?}");
+    assert_eq!(mode(&exec), 0o755);
+}
+
+#[tokio::test]
+async fn an_explicit_workdir_is_never_written_through_what_it_holds() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = Scratch::new("actionloop-explicit");
+    let victim = victim(tmp.path());
+    let dir = tmp.path().join("work");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+
+    // Writable by others: refused before serving.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut refused = host_command(1, false)
+        .arg("--workdir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = refused.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = refused.kill();
+            let _ = refused.wait();
+            panic!("the host served from a directory others can write");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut refused.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("must belong to this user and be writable by no one else"),
+        "{stderr}"
+    );
+
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Where the host used to write its `exec`, and where it would put its first action.
+    std::os::unix::fs::symlink(&victim, dir.join("exec")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("1")).unwrap();
+    let mut command = host_command(1, false);
+    command.arg("--workdir").arg(&dir);
+    let mut host = Host::launch(command, None);
+    let init = json!({"value": {"code": WHERE_AM_I}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    let (status, body) = host.run(json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["exec"], json!(dir.join("2").join("exec")));
+    assert_eq!(names(&elsewhere), Vec::<String>::new());
+    untouched(&victim);
+    host.signal(libc::SIGTERM);
+    assert_eq!(host.exit_within(Duration::from_secs(10)).code(), Some(0));
+    // What the host made is gone; what it found stays.
+    assert_eq!(names(&dir), vec!["1".to_owned(), "exec".to_owned()]);
+    assert_eq!(std::fs::read_link(dir.join("1")).unwrap(), elsewhere);
+}
+
 #[tokio::test]
 async fn sigterm_lets_the_run_in_flight_finish_then_stops_every_copy() {
     let scratch = Scratch::new("actionloop-drain");
     let pids = scratch.path().join("pids");
     let mut host = Host::start(2, false);
+    let workdir = host.cleanup.clone().unwrap();
     let init = json!({"value": {"code": sleepy_action(), "env": {"PIDS": pids, "NAP": "1"}}});
     assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
     let (copy, child) = sleepy_pids(&pids).await;
@@ -470,6 +723,7 @@ async fn sigterm_lets_the_run_in_flight_finish_then_stops_every_copy() {
         gone_within(child, Duration::from_secs(5)),
         "a process the copy started outlived the host"
     );
+    assert!(!workdir.exists(), "the work dir outlived the host");
 }
 
 #[tokio::test]
@@ -501,4 +755,5 @@ async fn the_drain_is_bounded_by_drain_timeout() {
     );
     assert!(gone_within(copy, Duration::from_secs(5)));
     assert!(gone_within(child, Duration::from_secs(5)));
+    assert!(!workdir.exists());
 }

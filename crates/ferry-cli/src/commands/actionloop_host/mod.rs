@@ -3,13 +3,13 @@
 //! concurrent `/run` calls are served in parallel — the intra-container concurrency the official
 //! Go proxy, which runs one copy and one activation at a time, does not have.
 //!
-//! Errors follow the Go proxy: a second `/init` is 403; no code, 403; a copy that cannot start,
-//! 502; a copy that exits during an activation, 400 `{"error":"command exited"}` (and a fresh
-//! copy serves the next one); an answer that is not a JSON object or array, 502. After every
-//! activation the sentinel goes to stdout and stderr.
+//! Errors follow the Go proxy: a second `/init` is 403; no code, 403; an action that cannot be
+//! unpacked or a copy that cannot start, 502; a copy that exits during an activation, 400 `{"error":"command exited"}` (and a fresh copy serves the next
+//! one); an answer that is not a JSON object or array, 502. After every activation the sentinel
+//! goes to stdout and stderr.
 //!
 //! On SIGTERM or SIGINT the host stops accepting, lets the `/run`s in flight finish (for up to
-//! `--drain-timeout`), kills every copy's process group and exits 0.
+//! `--drain-timeout`), kills every copy's process group, removes its work directory and exits 0.
 
 mod copy;
 mod extract;
@@ -32,6 +32,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::Semaphore;
 
 use self::copy::{Copy, Failure, Groups};
+use self::extract::WorkDir;
 
 const SENTINEL: &str = "XXX_THE_END_OF_A_WHISK_ACTIVATION_XXX";
 
@@ -47,7 +48,9 @@ pub struct Args {
     /// Most copies of the executable running at once (concurrent activations).
     #[arg(long, default_value_t = default_copies(), value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub copies: u32,
-    /// Directory the action is unpacked into (default: a fresh one under the temp dir).
+    /// Directory the action is unpacked into (default: a new one under the temp dir, removed on
+    /// exit). Made 0700 if missing; an existing one must be this user's and writable by no one
+    /// else.
     #[arg(long)]
     pub workdir: Option<PathBuf>,
     /// Expect `{"ok":true}` on fd 3 from every copy before its first activation.
@@ -71,20 +74,24 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
-    let workdir = args.workdir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("ferry-actionloop-{}", std::process::id()))
-    });
+    let workdir = match &args.workdir {
+        Some(dir) => WorkDir::at(dir)?,
+        None => WorkDir::fresh()?,
+    };
     let host = Arc::new(Host {
         workdir,
         copies: args.copies,
         wait_for_ack: args.wait_for_ack,
         groups: Arc::default(),
+        init: tokio::sync::Mutex::new(()),
         action: OnceLock::new(),
     });
     let runtime = tokio::runtime::Runtime::new()?;
-    let served = runtime.block_on(serve(args, host));
+    let served = runtime.block_on(serve(args, host.clone()));
     // Dropping the runtime drops any `/run` still pending, and with it its copy (killed).
     drop(runtime);
+    // The last reference: the work directory goes with it.
+    drop(host);
     served
 }
 
@@ -136,10 +143,12 @@ async fn serve(args: &Args, host: Arc<Host>) -> anyhow::Result<()> {
 }
 
 struct Host {
-    workdir: PathBuf,
+    workdir: WorkDir,
     copies: u32,
     wait_for_ack: bool,
     groups: Arc<Groups>,
+    /// One `/init` at a time: a second one waits and then sees the first's outcome.
+    init: tokio::sync::Mutex<()>,
     action: OnceLock<Action>,
 }
 
@@ -190,6 +199,7 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response {
 
 async fn init(State(host): State<Arc<Host>>, body: Bytes) -> Response {
     const TWICE: &str = "Cannot initialize the action more than once.";
+    let _one_at_a_time = host.init.lock().await;
     if host.action.get().is_some() {
         return error(StatusCode::FORBIDDEN, TWICE);
     }
@@ -213,14 +223,24 @@ async fn init(State(host): State<Arc<Host>>, body: Bytes) -> Response {
                 .collect()
         })
         .unwrap_or_default();
-    let exec = match extract::install(&host.workdir, code, binary) {
-        Ok(exec) => exec,
+    let dir = match host.workdir.new_action_dir() {
+        Ok(dir) => dir,
         Err(e) => return error(StatusCode::BAD_GATEWAY, format!("{e:#}")),
+    };
+    let exec = match extract::install(&dir, code, binary) {
+        Ok(exec) => exec,
+        Err(e) => {
+            host.workdir.discard(&dir);
+            return error(StatusCode::BAD_GATEWAY, format!("{e:#}"));
+        }
     };
     // Start one copy now: a broken action fails its /init, not its first /run.
     let first = match Copy::start(&exec, &env, host.wait_for_ack, &host.groups).await {
         Ok(copy) => copy,
-        Err(e) => return error(StatusCode::BAD_GATEWAY, format!("{e:#}")),
+        Err(e) => {
+            host.workdir.discard(&dir);
+            return error(StatusCode::BAD_GATEWAY, format!("{e:#}"));
+        }
     };
     let action = Action {
         exec,
