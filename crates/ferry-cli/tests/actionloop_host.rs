@@ -757,3 +757,27 @@ async fn the_drain_is_bounded_by_drain_timeout() {
     assert!(gone_within(child, Duration::from_secs(5)));
     assert!(!workdir.exists());
 }
+
+#[tokio::test]
+async fn init_fails_when_the_exec_exits_at_once() {
+    let exits = json!({"value": {"code": "#!/bin/sh\nexit 3\n"}});
+    let host = Host::start(1, false);
+    assert_eq!(
+        host.post("/init", exits.clone()).await,
+        (502, json!({"error": "cannot start action: command exited"}))
+    );
+    // As with the Go proxy, a failed /init may be followed by a good one.
+    let good = json!({"value": {"code": zipped_exec(python_action().as_bytes()), "binary": true}});
+    assert_eq!(host.post("/init", good).await, (200, json!({"ok": true})));
+    let (status, body) = host.run(json!({"n": 2})).await;
+    assert_eq!((status, &body["echo"]), (200, &json!({"n": 2})), "{body}");
+
+    let host = Host::start(1, true);
+    assert_eq!(
+        host.post("/init", exits).await,
+        (
+            502,
+            json!({"error": "cannot start action: Command exited abruptly during initialization."})
+        )
+    );
+}

@@ -10,8 +10,9 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::process::{Child, ChildStdin};
@@ -56,7 +57,8 @@ pub enum Failure {
 
 impl Copy {
     /// Starts the executable with the proxy's environment (nothing inherited but `__OW_*`),
-    /// waiting for `{"ok":true}` when `wait_for_ack`.
+    /// waiting for `{"ok":true}` when `wait_for_ack`. Errors read as the Go proxy's after its
+    /// `cannot start action: `.
     pub async fn start(
         exec: &Path,
         env: &BTreeMap<String, String>,
@@ -102,7 +104,7 @@ impl Copy {
         let mut child = tokio::process::Command::from(command)
             .kill_on_drop(true)
             .spawn()
-            .with_context(|| format!("cannot start `{}`", exec.display()))?;
+            .map_err(|e| anyhow!("exec: {e}"))?;
         let group = child
             .id()
             .and_then(|id| libc::pid_t::try_from(id).ok())
@@ -120,21 +122,39 @@ impl Copy {
             ),
         };
         if wait_for_ack {
-            let mut line = String::new();
-            tokio::select! {
-                read = copy.results.read_line(&mut line) => {
-                    if read.unwrap_or(0) == 0 {
-                        bail!("the action exited before acknowledging");
-                    }
-                }
-                _ = copy.child.wait() => bail!("Command exited abruptly during initialization."),
-            }
-            let ack: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
-            if ack.get("ok") != Some(&serde_json::Value::Bool(true)) {
-                bail!("The action did not initialize properly.");
-            }
+            copy.acknowledged().await?;
         }
         Ok(copy)
+    }
+
+    async fn acknowledged(&mut self) -> anyhow::Result<()> {
+        const ABRUPT: &str = "Command exited abruptly during initialization.";
+        let mut line = String::new();
+        tokio::select! {
+            read = self.results.read_line(&mut line) => {
+                if read.unwrap_or(0) == 0 {
+                    // fd 3 closed: most likely the copy is exiting; say so if it has.
+                    return match tokio::time::timeout(START_GRACE, self.child.wait()).await {
+                        Ok(_) => Err(anyhow!(ABRUPT)),
+                        Err(_) => Err(anyhow!("the action closed fd 3 without acknowledging")),
+                    };
+                }
+            }
+            _ = self.child.wait() => bail!(ABRUPT),
+        }
+        let ack: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if ack.get("ok") != Some(&serde_json::Value::Bool(true)) {
+            bail!("The action did not initialize properly.");
+        }
+        Ok(())
+    }
+
+    /// Without an ack, a copy counts as started when it is still running after a short grace.
+    pub async fn still_running(&mut self) -> anyhow::Result<()> {
+        match tokio::time::timeout(START_GRACE, self.child.wait()).await {
+            Ok(_) => bail!("command exited"),
+            Err(_) => Ok(()),
+        }
     }
 
     /// Sends one activation and reads its answer line.
@@ -167,6 +187,10 @@ impl Copy {
         self.group
     }
 }
+
+/// How long a copy started without an ack must stay up to count as started. The Go proxy waits
+/// 5 ms; a little longer catches an interpreter that fails on its first line.
+pub const START_GRACE: Duration = Duration::from_millis(100);
 
 impl Drop for Copy {
     fn drop(&mut self) {

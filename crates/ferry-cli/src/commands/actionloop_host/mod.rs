@@ -4,7 +4,8 @@
 //! Go proxy, which runs one copy and one activation at a time, does not have.
 //!
 //! Errors follow the Go proxy: a second `/init` is 403; no code, 403; an action that cannot be
-//! unpacked or a copy that cannot start, 502; a copy that exits during an activation, 400 `{"error":"command exited"}` (and a fresh copy serves the next
+//! unpacked, 502; a copy that exits before it is ready, 502 `cannot start action: …`; a copy that
+//! exits during an activation, 400 `{"error":"command exited"}` (and a fresh copy serves the next
 //! one); an answer that is not a JSON object or array, 502. After every activation the sentinel
 //! goes to stdout and stderr.
 //!
@@ -235,11 +236,18 @@ async fn init(State(host): State<Arc<Host>>, body: Bytes) -> Response {
         }
     };
     // Start one copy now: a broken action fails its /init, not its first /run.
-    let first = match Copy::start(&exec, &env, host.wait_for_ack, &host.groups).await {
+    let started = match Copy::start(&exec, &env, host.wait_for_ack, &host.groups).await {
+        Ok(mut copy) if !host.wait_for_ack => copy.still_running().await.map(|()| copy),
+        started => started,
+    };
+    let first = match started {
         Ok(copy) => copy,
         Err(e) => {
             host.workdir.discard(&dir);
-            return error(StatusCode::BAD_GATEWAY, format!("{e:#}"));
+            return error(
+                StatusCode::BAD_GATEWAY,
+                format!("cannot start action: {e:#}"),
+            );
         }
     };
     let action = Action {
@@ -279,7 +287,12 @@ async fn activate(host: &Host, action: &Action, body: &[u8]) -> Response {
         None => match Copy::start(&action.exec, &action.env, host.wait_for_ack, &host.groups).await
         {
             Ok(copy) => copy,
-            Err(e) => return error(StatusCode::BAD_GATEWAY, format!("{e:#}")),
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_GATEWAY,
+                    format!("cannot start action: {e:#}"),
+                );
+            }
         },
     };
     match copy.activate(line.as_bytes()).await {
