@@ -781,3 +781,48 @@ async fn init_fails_when_the_exec_exits_at_once() {
         )
     );
 }
+
+#[tokio::test]
+async fn blank_or_non_utf8_run_bodies_get_one_answer_each() {
+    let host = Host::start(1, true);
+    let init = json!({"value": {"code": zipped_exec(python_action().as_bytes()), "binary": true}});
+    assert_eq!(host.post("/init", init).await.0, 200);
+    for blank in [&b""[..], b"  \n\t "] {
+        let (status, body) = host.post_bytes("/run", blank.to_vec()).await;
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("invalid /run body: ")
+        );
+    }
+    let (status, body) = host
+        .post_bytes("/run", b"{\"value\": {\"s\": \"\xff\xfe\"}}".to_vec())
+        .await;
+    assert_eq!(
+        (status, body),
+        (400, json!({"error": "invalid /run body: not UTF-8"}))
+    );
+    // Every caller still gets its own answer.
+    for n in 0..3 {
+        let (status, body) = host.run(json!({"n": n})).await;
+        assert_eq!((status, &body["echo"]), (200, &json!({"n": n})), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_copy_that_answers_twice_never_answers_the_next_caller() {
+    // One answer, then a stray line the next activation must not take for its own.
+    let chatty = "#!/bin/sh\nwhile read -r line; do\n  echo \"{\\\"got\\\": $line}\" >&3\n  echo '{\"stray\": true}' >&3\ndone\n";
+    let host = Host::start(1, false);
+    let init = json!({"value": {"code": chatty}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    for n in 0..3 {
+        let (status, body) = host.run(json!({"n": n})).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["got"]["value"], json!({"n": n}), "{body}");
+        // Time for the stray line to arrive before the next caller.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

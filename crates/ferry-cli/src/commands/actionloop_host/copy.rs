@@ -5,7 +5,7 @@
 //! the executable started, and the terminal's Ctrl-C reaches the host, not the copies.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;
@@ -155,6 +155,22 @@ impl Copy {
             Ok(_) => bail!("command exited"),
             Err(_) => Ok(()),
         }
+    }
+
+    /// Whether the copy has written nothing unasked since its last answer and still has fd 3
+    /// open: a stray line would otherwise become the next caller's answer.
+    pub fn in_step(&self) -> bool {
+        if !self.results.buffer().is_empty() {
+            return false;
+        }
+        let mut poll = libc::pollfd {
+            fd: self.results.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        ready == 0
     }
 
     /// Sends one activation and reads its answer line.

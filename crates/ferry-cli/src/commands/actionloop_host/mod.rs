@@ -272,28 +272,35 @@ async fn run_activation(State(host): State<Arc<Host>>, body: Bytes) -> Response 
 }
 
 async fn activate(host: &Host, action: &Action, body: &[u8]) -> Response {
+    let Ok(body) = std::str::from_utf8(body) else {
+        return error(StatusCode::BAD_REQUEST, "invalid /run body: not UTF-8");
+    };
     // The activation goes to the executable as one line: re-encoded compactly, so never empty
     // and never split.
-    let line = match serde_json::from_slice::<Value>(body) {
+    let line = match serde_json::from_str::<Value>(body) {
         Ok(value) => value.to_string(),
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /run body: {e}")),
     };
     let Ok(_slot) = action.slots.acquire().await else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
     };
-    let idle = action.idle().pop();
-    let mut copy = match idle {
-        Some(copy) => copy,
-        None => match Copy::start(&action.exec, &action.env, host.wait_for_ack, &host.groups).await
-        {
-            Ok(copy) => copy,
-            Err(e) => {
-                return error(
-                    StatusCode::BAD_GATEWAY,
-                    format!("cannot start action: {e:#}"),
-                );
+    let mut copy = loop {
+        let Some(copy) = action.idle().pop() else {
+            match Copy::start(&action.exec, &action.env, host.wait_for_ack, &host.groups).await {
+                Ok(copy) => break copy,
+                Err(e) => {
+                    return error(
+                        StatusCode::BAD_GATEWAY,
+                        format!("cannot start action: {e:#}"),
+                    );
+                }
             }
-        },
+        };
+        // A copy that wrote more than its answers, or exited while idle, is replaced.
+        if copy.in_step() {
+            break copy;
+        }
+        tracing::debug!(copy = copy.id(), "retiring a copy out of step");
     };
     match copy.activate(line.as_bytes()).await {
         Ok(output) => {
