@@ -217,6 +217,19 @@ async fn a_bearer_token_guards_the_functions() {
         .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.unwrap(), "3");
+    // The scheme is case-insensitive, as HTTP says; the token is not.
+    for authorization in ["bearer s3cret", "BEARER  s3cret"] {
+        let response = service
+            .call("add", body, &[("authorization", authorization)])
+            .await;
+        assert_eq!(response.status(), 200, "{authorization}");
+    }
+    for authorization in ["Bearer S3CRET", "Basic s3cret", "Bearers3cret", "s3cret"] {
+        let response = service
+            .call("add", body, &[("authorization", authorization)])
+            .await;
+        assert_eq!(response.status(), 401, "{authorization}");
+    }
     // Probes need no token.
     let status = service
         .http

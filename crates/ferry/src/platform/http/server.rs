@@ -272,10 +272,13 @@ fn refuse_unauthorized(service: &Service, headers: &HeaderMap) -> Option<Respons
 }
 
 fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    // The scheme is case-insensitive and may be followed by more than one space (RFC 9110 11.4).
     let Some(given) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim_start())
     else {
         return false;
     };
