@@ -106,6 +106,15 @@ pub fn hog_memory(mb: u64) -> u64 {
     blocks.iter().map(|b| b.len() as u64).sum::<u64>() >> 20
 }
 
+/// Writes `bytes` to the local platform's socket (fd 3) behind the worker's back, as a broken or
+/// hostile worker would, then returns how many were written.
+#[ferry::function(concurrency = 8)]
+pub fn write_to_platform(bytes: Vec<u8>) -> usize {
+    // SAFETY: writes a buffer we own to a descriptor; a worker's fd 3 is its platform socket.
+    let written = unsafe { libc::write(3, bytes.as_ptr().cast(), bytes.len()) };
+    usize::try_from(written).unwrap_or(0)
+}
+
 /// The process id of the worker that ran it.
 #[ferry::function(concurrency = 64)]
 pub fn worker_pid() -> u32 {

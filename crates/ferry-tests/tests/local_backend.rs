@@ -494,3 +494,39 @@ fn duplicate_function_ids_fail_start_up() {
         "{stderr}"
     );
 }
+
+/// What a worker sends the platform is checked, not trusted: garbage on its socket, or a frame
+/// header announcing 200 MiB that never come, stops that worker, and every call it held fails
+/// with a protocol error naming it (not as a crash by SIGKILL, not after its timeout); the
+/// platform then serves on with a fresh worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_breaks_the_protocol_is_named_and_replaced() {
+    let mut announced = (200u32 << 20).to_le_bytes().to_vec();
+    announced.push(2); // a response
+    for (bytes, violation) in [
+        (b"\x05\x00\x00\x00\x63junk".to_vec(), "unknown frame tag 99"),
+        (announced, "did not arrive within 5 s"),
+    ] {
+        let ctx = local(1);
+        assert_eq!(bounded(ctx.call(Add { a: 1, b: 1 })).await.unwrap(), 2);
+        let started = Instant::now();
+        let bystander = ctx.spawn(SleepHundredfold { ms: 100 });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let culprit = bounded(ctx.call(WriteToPlatform { bytes })).await;
+        let bystander = bounded(bystander).await;
+        for result in [culprit.map(|_| ()), bystander.map(|_| ())] {
+            let error = result.unwrap_err();
+            assert!(
+                matches!(error.kind(), ErrorKind::Protocol { message }
+                    if message.contains("broke the platform's protocol") && message.contains(violation)),
+                "{error}"
+            );
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(9),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(bounded(ctx.call(Add { a: 2, b: 2 })).await.unwrap(), 4);
+    }
+}

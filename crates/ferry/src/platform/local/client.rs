@@ -272,6 +272,8 @@ struct Worker {
     retiring: bool,
     last_active: Instant,
     kill_reason: Option<KillReason>,
+    /// What it sent that the protocol does not allow, naming it.
+    violation: Option<String>,
 }
 
 struct Inflight {
@@ -300,6 +302,8 @@ enum KillReason {
     Stopped,
     /// Its socket broke: the process is gone or going.
     Broken,
+    /// It sent what the protocol does not allow ([`Worker::violation`] says what).
+    Protocol,
 }
 
 /// How a worker ended, as its reader task saw it.
@@ -596,6 +600,7 @@ impl Scheduler {
             retiring: false,
             last_active: Instant::now(),
             kill_reason: None,
+            violation: None,
         });
         Ok(state.workers.len() - 1)
     }
@@ -719,6 +724,22 @@ impl Scheduler {
         }
     }
 
+    /// The worker sent what the protocol does not allow: it is stopped, and what it held fails
+    /// with a protocol error that names it, not as a crash.
+    fn on_violation(&self, worker_id: u64, violation: String) {
+        let mut state = self.lock();
+        if let Some(worker) = state.workers.iter_mut().find(|w| w.id == worker_id) {
+            let named = format!(
+                "local worker {worker_id} (pid {}) broke the platform's protocol and was stopped: \
+                 {violation}",
+                worker.pid
+            );
+            tracing::error!(worker = worker_id, %violation, "local worker broke the protocol; stopping it");
+            worker.violation = Some(named);
+            worker.kill(KillReason::Protocol);
+        }
+    }
+
     /// The reader saw the socket close and is about to reap the process: its pid must no
     /// longer be signalled or inspected.
     fn on_exiting(&self, worker_id: u64) {
@@ -794,6 +815,9 @@ impl Scheduler {
                     },
                     (_, Some(KillReason::Stopped)) => ErrorKind::Unavailable {
                         message: "the worker was stopped while the invocation ran".to_owned(),
+                    },
+                    (_, Some(KillReason::Protocol)) => ErrorKind::Protocol {
+                        message: worker.violation.clone().unwrap_or_default(),
                     },
                     (_, None | Some(KillReason::Broken)) => ErrorKind::WorkerCrashed { reason },
                 };

@@ -46,6 +46,9 @@ const TAG_RELEASED: u8 = 7;
 /// Largest frame either side accepts: arguments or results above it are refused before sending.
 pub(crate) const MAX_FRAME: usize = 256 << 20;
 
+/// Largest encoded envelope of a request: metadata and a flow route, never near this.
+const MAX_ENVELOPE: usize = 1 << 20;
+
 #[derive(Debug)]
 pub(crate) enum Frame {
     Request {
@@ -101,6 +104,12 @@ fn check_size(size: usize) -> Result<()> {
 pub(crate) fn request(id: u64, envelope: &Envelope, payload: &[u8]) -> Result<Bytes> {
     check_size(payload.len())?;
     let header = Codec::Binary.encode(envelope)?;
+    if header.len() > MAX_ENVELOPE {
+        return Err(Error::new(ErrorKind::PayloadTooLarge {
+            size: header.len() as u64,
+            limit: MAX_ENVELOPE as u64,
+        }));
+    }
     Ok(frame(
         TAG_REQUEST,
         12 + header.len() + payload.len(),
@@ -245,24 +254,62 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
     }
 }
 
-/// Reads one frame; `None` at a clean end of stream.
+/// How long the rest of a frame may take once its length has arrived: a peer that announces a
+/// frame and stops sending is broken, whatever its invocations' timeouts.
+const FRAME_ARRIVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Largest frame of each kind, tag included: a length no frame of its kind can have is refused
+/// before anything is read or allocated.
+fn largest(tag: u8) -> Option<usize> {
+    match tag {
+        // Arguments or an output, plus the id, the envelope and its length.
+        TAG_REQUEST | TAG_RESPONSE => Some(1 + 12 + MAX_ENVELOPE + MAX_FRAME),
+        TAG_HELLO => Some(1 + 8),
+        TAG_RELEASED => Some(1 + 8),
+        TAG_FETCH => Some(1 + 40),
+        TAG_RETIRE => Some(1 + 64 * 1024),
+        TAG_REFUSE => Some(1 + 1024 * 1024),
+        _ => None,
+    }
+}
+
+/// Reads one frame (its tag and body); `None` at a clean end of stream. A length its kind cannot
+/// have, an unknown tag, or a frame that stops arriving is an `InvalidData` error.
 pub(crate) async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
 ) -> std::io::Result<Option<Bytes>> {
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
     let len = match reader.read_u32_le().await {
         Ok(len) => len as usize,
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e),
     };
-    if len == 0 || len > MAX_FRAME + 4096 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes"),
-        ));
+    let rest = async {
+        if len == 0 {
+            return Err(invalid("an empty frame".to_owned()));
+        }
+        let tag = reader.read_u8().await?;
+        match largest(tag) {
+            None => return Err(invalid(format!("unknown frame tag {tag}"))),
+            Some(limit) if len > limit => {
+                return Err(invalid(format!(
+                    "a frame of tag {tag} announced {len} bytes, more than the {limit} it may have"
+                )));
+            }
+            Some(_) => {}
+        }
+        let mut buf = BytesMut::zeroed(len);
+        buf[0] = tag;
+        reader.read_exact(&mut buf[1..]).await?;
+        Ok(buf.freeze())
+    };
+    match tokio::time::timeout(FRAME_ARRIVAL, rest).await {
+        Ok(frame) => frame.map(Some),
+        Err(_) => Err(invalid(format!(
+            "a frame of {len} bytes did not arrive within {} s",
+            FRAME_ARRIVAL.as_secs()
+        ))),
     }
-    let mut buf = BytesMut::zeroed(len);
-    reader.read_exact(&mut buf).await?;
-    Ok(Some(buf.freeze()))
 }
 
 /// Writes queued frames, flushing whenever the queue runs dry so bursts share a syscall.

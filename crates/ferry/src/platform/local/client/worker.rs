@@ -88,12 +88,17 @@ async fn read_worker(shared: Arc<Scheduler>, id: u64, read: OwnedReadHalf, mut c
             Ok(Some(frame)) => match protocol::decode(frame) {
                 Ok(frame) => shared.on_frame(id, frame),
                 Err(error) => {
-                    tracing::error!(worker = id, %error, "local worker broke the protocol; stopping it");
+                    shared.on_violation(id, error.to_string());
                     let _ = child.start_kill();
                     break;
                 }
             },
             Ok(None) => break,
+            Err(error) if error.kind() == std::io::ErrorKind::InvalidData => {
+                shared.on_violation(id, error.to_string());
+                let _ = child.start_kill();
+                break;
+            }
             Err(error) => {
                 tracing::error!(worker = id, %error, "cannot read from a local worker; stopping it");
                 let _ = child.start_kill();
