@@ -345,6 +345,13 @@ pub const LOCAL_PREFETCH: Setting = user(
     "0",
     "invocations sent to a local worker ahead of a free slot",
 );
+/// How often the local platform retries an invocation whose worker failed under it.
+pub const LOCAL_RETRIES: Setting = user(
+    "FERRY_LOCAL_RETRIES",
+    Takes::Count,
+    "0",
+    "times the local platform runs an invocation again when its worker crashed or was stopped under it (never for its own error, timeout or memory); for functions safe to run twice",
+);
 /// The local worker executable.
 pub const WORKER_EXE: Setting = user(
     "FERRY_WORKER_EXE",
@@ -550,6 +557,7 @@ pub const ALL: &[Setting] = &[
     LOCAL_IDLE_MS,
     LOCAL_MEMORY_MB,
     LOCAL_PREFETCH,
+    LOCAL_RETRIES,
     WORKER_EXE,
     WORKER_THREADS,
     LISTEN,

@@ -56,7 +56,27 @@ impl RetryPolicy {
     }
 
     /// Runs `attempt` until it succeeds, fails for good, or the attempts run out.
-    pub(crate) async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T>
+    pub(crate) async fn run<T, F, Fut>(&self, attempt: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        self.run_while(attempt, |error| {
+            matches!(
+                error.kind(),
+                ErrorKind::Unavailable { .. } | ErrorKind::Throttled { .. }
+            )
+        })
+        .await
+    }
+
+    /// Runs `attempt` again, with backoff, while it fails with an error `retryable` accepts and
+    /// attempts remain.
+    pub(crate) async fn run_while<T, F, Fut>(
+        &self,
+        mut attempt: F,
+        retryable: impl Fn(&crate::Error) -> bool,
+    ) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -65,13 +85,7 @@ impl RetryPolicy {
         loop {
             tries += 1;
             match attempt().await {
-                Err(error)
-                    if tries < self.max_attempts
-                        && matches!(
-                            error.kind(),
-                            ErrorKind::Unavailable { .. } | ErrorKind::Throttled { .. }
-                        ) =>
-                {
+                Err(error) if tries < self.max_attempts && retryable(&error) => {
                     tracing::debug!(%error, tries, "retrying");
                     tokio::time::sleep(self.delay(tries)).await;
                 }

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
 use super::protocol::{self, Frame};
-use crate::platform::{BackendStats, Transport};
+use crate::platform::{BackendStats, RetryPolicy, Transport};
 use crate::wire::Envelope;
 use crate::{
     BackendKind, Error, ErrorKind, ExitReason, FunctionConfig, FunctionDescriptor, Registry, Result,
@@ -50,6 +50,11 @@ pub struct LocalConfig {
     /// round trip through the host between two tasks, which only matters for tasks of well under
     /// a millisecond; with uneven tasks it can leave one worker idle while another holds work.
     pub prefetch: u32,
+    /// How often an invocation runs again when its worker crashed, broke or was stopped while it
+    /// ran (`FERRY_LOCAL_RETRIES`; default 0). Its own errors, timeouts and running out of memory
+    /// are never retried. A retried invocation may have run partly, or wholly, before: set it for
+    /// functions that are safe to run twice. The caller still gets exactly one result.
+    pub retries: u32,
     /// Environment variables set in every worker, on top of the host's environment (which
     /// workers inherit): settings a host learns at run time, without `std::env::set_var`.
     pub env: Vec<(String, String)>,
@@ -64,6 +69,7 @@ impl Default for LocalConfig {
             memory_limit_mb: None,
             unresponsive_grace: Duration::from_secs(2),
             prefetch: 0,
+            retries: 0,
             env: Vec::new(),
         }
     }
@@ -73,7 +79,8 @@ impl LocalConfig {
     /// Defaults overridden by the `FERRY_LOCAL_*` and `FERRY_WORKER_EXE` variables.
     pub fn from_env() -> Result<Self> {
         use crate::config::{
-            LOCAL_IDLE_MS, LOCAL_MEMORY_MB, LOCAL_PREFETCH, LOCAL_WORKERS, WORKER_EXE,
+            LOCAL_IDLE_MS, LOCAL_MEMORY_MB, LOCAL_PREFETCH, LOCAL_RETRIES, LOCAL_WORKERS,
+            WORKER_EXE,
         };
         let mut config = Self::default();
         if let Some(n) = LOCAL_WORKERS.number()? {
@@ -85,6 +92,9 @@ impl LocalConfig {
         config.memory_limit_mb = LOCAL_MEMORY_MB.number()?;
         if let Some(prefetch) = LOCAL_PREFETCH.number()? {
             config.prefetch = prefetch;
+        }
+        if let Some(retries) = LOCAL_RETRIES.number()? {
+            config.retries = retries;
         }
         config.worker_exe = WORKER_EXE.text().map(PathBuf::from);
         Ok(config)
@@ -115,6 +125,13 @@ impl LocalConfig {
     #[must_use]
     pub fn prefetch(mut self, n: u32) -> Self {
         self.prefetch = n;
+        self
+    }
+
+    /// Sets [`retries`](Self::retries).
+    #[must_use]
+    pub fn retries(mut self, n: u32) -> Self {
+        self.retries = n;
         self
     }
 
@@ -183,7 +200,17 @@ impl Transport for LocalBackend {
         descriptor: Option<&'static FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
         let shared = self.shared.clone();
-        Box::pin(async move { shared.invoke(envelope, payload, descriptor).await })
+        let retry = RetryPolicy::NEVER
+            .attempts(self.shared.config.retries.saturating_add(1))
+            .base_delay(Duration::from_millis(10));
+        Box::pin(async move {
+            retry
+                .run_while(
+                    || shared.invoke(envelope.clone(), payload.clone(), descriptor),
+                    failed_under_it,
+                )
+                .await
+        })
     }
 
     fn stats(&self) -> Option<BackendStats> {
@@ -205,6 +232,18 @@ impl Transport for LocalBackend {
             .iter()
             .map(|(function, n)| (function.to_string(), *n))
             .collect()
+    }
+}
+
+/// What an invocation whose worker was stopped under it fails with.
+const STOPPED_UNDER_IT: &str = "the worker was stopped while the invocation ran";
+
+/// Whether the invocation failed because of its worker, not itself: it may run again elsewhere.
+fn failed_under_it(error: &Error) -> bool {
+    match error.kind() {
+        ErrorKind::WorkerCrashed { .. } | ErrorKind::Protocol { .. } => true,
+        ErrorKind::Unavailable { message } => message == STOPPED_UNDER_IT,
+        _ => false,
     }
 }
 
@@ -814,7 +853,7 @@ impl Scheduler {
                         reason: ExitReason::Unresponsive,
                     },
                     (_, Some(KillReason::Stopped)) => ErrorKind::Unavailable {
-                        message: "the worker was stopped while the invocation ran".to_owned(),
+                        message: STOPPED_UNDER_IT.to_owned(),
                     },
                     (_, Some(KillReason::Protocol)) => ErrorKind::Protocol {
                         message: worker.violation.clone().unwrap_or_default(),
