@@ -530,3 +530,26 @@ async fn a_worker_that_breaks_the_protocol_is_named_and_replaced() {
         assert_eq!(bounded(ctx.call(Add { a: 2, b: 2 })).await.unwrap(), 4);
     }
 }
+
+/// A worker stopped by SIGSTOP answers nothing: its 5 ms task did not time out, the worker did,
+/// and the error says so (it once said `timed out after 300 ms`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_is_unresponsive_not_its_tasks_timeout() {
+    let mut config = LocalConfig::default().max_workers(1);
+    config.unresponsive_grace = Duration::from_millis(100);
+    let ctx = local_with(config);
+    let pid = bounded(ctx.call(WorkerPid {})).await.unwrap();
+    // SAFETY: a plain signal to the worker this test started.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) };
+    let error = bounded(ctx.call(SleepAsync { ms: 5 })).await.unwrap_err();
+    assert!(
+        matches!(
+            error.kind(),
+            ErrorKind::WorkerCrashed {
+                reason: ExitReason::Unresponsive
+            }
+        ),
+        "{error}"
+    );
+    assert_ne!(bounded(ctx.call(WorkerPid {})).await.unwrap(), pid);
+}

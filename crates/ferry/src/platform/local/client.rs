@@ -235,6 +235,9 @@ impl Transport for LocalBackend {
     }
 }
 
+/// No invocation's slot: slots count from 1.
+const NO_SLOT: u64 = 0;
+
 /// What an invocation whose worker was stopped under it fails with.
 const STOPPED_UNDER_IT: &str = "the worker was stopped while the invocation ran";
 
@@ -939,6 +942,12 @@ impl Scheduler {
                 .min_by_key(|(_, i)| i.dispatched)
                 .map(|(slot, i)| (*slot, i.timeout));
             if let Some((overdue_slot, limit)) = overdue {
+                // A stopped process answers nothing: its invocations did not overrun, it did.
+                let overdue_slot = if worker::is_stopped(worker.pid) {
+                    NO_SLOT
+                } else {
+                    overdue_slot
+                };
                 worker.kill(KillReason::Unresponsive {
                     overdue_slot,
                     limit,

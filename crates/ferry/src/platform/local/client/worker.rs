@@ -126,6 +126,19 @@ async fn read_worker(shared: Arc<Scheduler>, id: u64, read: OwnedReadHalf, mut c
     end.ending = Ending::Exited(reason);
 }
 
+/// Whether a process is stopped (by SIGSTOP, or a tracer), from `/proc/<pid>/stat`: then none of
+/// its invocations is overdue by its own doing.
+pub(super) fn is_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // `pid (comm) state …`: the command may hold spaces, so read after its `)`.
+            let (_, rest) = stat.rsplit_once(") ")?;
+            rest.chars().next()
+        })
+        .is_some_and(|state| matches!(state, 'T' | 't'))
+}
+
 /// Resident memory of a process, from `/proc/<pid>/statm`.
 pub(super) fn rss_bytes(pid: u32) -> Option<u64> {
     let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
