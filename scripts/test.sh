@@ -60,5 +60,9 @@ if ! "$python" -c 'import moto.server, flask, flask_cors' >/dev/null 2>&1; then
 fi
 export FERRY_TEST_PYTHON="$python"
 
+# The decoders' property tests (`robustness` modules) feed this many hostile inputs each; a longer
+# run: PROPTEST_CASES=20000 cargo test -p ferry-core -p ferry --lib robustness
+export PROPTEST_CASES="${PROPTEST_CASES:-2000}"
+
 echo "== cargo test"
 cargo test --workspace --locked

@@ -195,4 +195,26 @@ mod tests {
             .to_string();
         assert!(error.contains("at most 512 bytes"), "{error}");
     }
+
+    /// Any bytes, in either codec, decode to an envelope or a route, or to an error.
+    mod robustness {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        proptest! {
+            #[test]
+            fn any_bytes_decode_as_an_envelope_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+                let _ = Codec::Binary.decode::<Envelope>(&bytes);
+                let _ = Codec::Json.decode::<Envelope>(&bytes);
+                let _ = Codec::Json.decode::<FlowRoute>(&bytes);
+            }
+
+            #[test]
+            fn any_text_decodes_as_a_route_or_an_error(text in "[{}\\[\\]\",:a-z0-9 ]{0,300}") {
+                let _ = Codec::Json.decode::<FlowRoute>(text.as_bytes());
+                let _ = Codec::Json.decode::<Envelope>(text.as_bytes());
+            }
+        }
+    }
 }

@@ -237,4 +237,37 @@ mod tests {
             "{error}"
         );
     }
+
+    /// Any bytes, in any codec, decode to arguments of a function or to an error that says why.
+    mod robustness {
+        use proptest::prelude::*;
+        use serde::Deserialize;
+
+        use super::super::Codec;
+
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)] // read by the decoder only
+        struct Arguments {
+            n: u64,
+            text: String,
+            items: Vec<(i32, Option<String>)>,
+            nested: Option<Box<Arguments>>,
+        }
+
+        proptest! {
+            #[test]
+            fn any_bytes_decode_as_arguments_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+                for codec in [Codec::Json, Codec::Binary, Codec::BinaryInJson] {
+                    let _ = codec.decode_args::<Arguments>(&bytes);
+                }
+            }
+
+            #[test]
+            fn any_json_text_decodes_as_arguments_or_an_error(text in "[{}\\[\\]\",:a-z0-9 .-]{0,300}") {
+                if let Err(error) = Codec::Json.decode_args::<Arguments>(text.as_bytes()) {
+                    prop_assert!(!error.to_string().is_empty());
+                }
+            }
+        }
+    }
 }

@@ -316,4 +316,24 @@ mod tests {
         let relative = absolute_deadline(600_000);
         assert!(relative > 1_700_000_000_000, "{relative}");
     }
+
+    /// Any event, flow route or not, splits into arguments and a route, or an error.
+    mod robustness {
+        use bytes::Bytes;
+        use proptest::prelude::*;
+
+        use super::super::split_flow_param;
+
+        proptest! {
+            #[test]
+            fn any_event_splits_or_is_an_error(
+                bytes in prop::collection::vec(any::<u8>(), 0..400),
+                route in "[{}\\[\\]\",:a-z0-9 ]{0,200}",
+            ) {
+                let _ = split_flow_param(Bytes::from(bytes));
+                let event = format!(r#"{{"a": 1, "__ferry_flow": {route}}}"#);
+                let _ = split_flow_param(Bytes::from(event));
+            }
+        }
+    }
 }

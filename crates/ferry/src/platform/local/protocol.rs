@@ -414,4 +414,57 @@ mod tests {
         );
         assert_eq!(error.function(), Some("app::f"));
     }
+
+    /// Whatever a worker or host sends, decoding and reading end in a frame or an error.
+    mod robustness {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Frames of every tag with bodies of any bytes, their lengths now and then wrong.
+        fn frames() -> impl Strategy<Value = Vec<u8>> {
+            (
+                0u8..=9,
+                prop::collection::vec(any::<u8>(), 0..300),
+                any::<Option<u32>>(),
+            )
+                .prop_map(|(tag, body, lie)| {
+                    let len = lie.unwrap_or(body.len() as u32 + 1);
+                    let mut frame = len.to_le_bytes().to_vec();
+                    frame.push(tag);
+                    frame.extend(body);
+                    frame
+                })
+        }
+
+        fn read_all(stream: &[u8]) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let mut reader = stream;
+                while let Ok(Some(frame)) = read_frame(&mut reader).await {
+                    let _ = decode(frame);
+                }
+            });
+        }
+
+        proptest! {
+            #[test]
+            fn any_frame_body_decodes_or_is_an_error(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+                let _ = decode(Bytes::from(bytes));
+            }
+
+            #[test]
+            fn any_stream_reads_as_frames_or_an_error(frames in prop::collection::vec(frames(), 1..4)) {
+                read_all(&frames.concat());
+            }
+
+            #[test]
+            fn any_bytes_read_as_frames_or_an_error(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+                read_all(&bytes);
+            }
+        }
+    }
 }

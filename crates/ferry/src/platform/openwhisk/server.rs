@@ -337,3 +337,40 @@ pub(crate) fn write_sentinels() {
     let _ = writeln!(stderr, "{ACTIVATION_SENTINEL}");
     let _ = stderr.flush();
 }
+
+#[cfg(test)]
+mod tests {
+    /// Any activation, whatever its keys and values, becomes arguments and an envelope, or an
+    /// error: keys the environment could not hold are metadata like any other.
+    mod robustness {
+        use proptest::prelude::*;
+        use serde_json::{Map, Value};
+
+        use super::super::activation_envelope;
+
+        fn values() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<i64>().prop_map(Value::from),
+                any::<String>().prop_map(Value::from),
+                "[{}\\[\\]\",:a-z0-9 ]{0,80}".prop_map(|text| {
+                    serde_json::from_str(&text).unwrap_or(Value::String(text))
+                }),
+            ]
+        }
+
+        proptest! {
+            #[test]
+            fn any_activation_becomes_an_envelope_or_an_error(
+                entries in prop::collection::vec((any::<String>(), values()), 0..8),
+                flow in values(),
+            ) {
+                let mut body: Map<String, Value> = entries.into_iter().collect();
+                let mut value = Map::new();
+                value.insert("__ferry_flow".to_owned(), flow);
+                body.insert("value".to_owned(), Value::Object(value));
+                let _ = activation_envelope("app::f", body);
+            }
+        }
+    }
+}
