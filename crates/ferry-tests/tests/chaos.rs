@@ -6,7 +6,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{bounded, local_with};
@@ -53,43 +53,37 @@ fn killer(running: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
     })
 }
 
-fn tasks() -> impl Iterator<Item = Add> {
-    (0..TASKS).map(|i| Add { a: i, b: 1 })
+/// The 10,000-task map on two workers with `retries`, while workers are killed: its results,
+/// one per task, after at least five kills.
+async fn map_under_kills(retries: u32) -> Vec<ferry::Result<i64>> {
+    let ctx = local_with(LocalConfig::default().max_workers(2).retries(retries));
+    let running = Arc::new(AtomicBool::new(true));
+    let kills = killer(running.clone());
+    let tasks = (0..TASKS).map(|i| Add { a: i, b: 1 });
+    let results = bounded(ctx.map(tasks).concurrency(64).settle()).await;
+    running.store(false, Ordering::Relaxed);
+    let killed = kills.join().unwrap();
+    assert!(
+        killed >= 5,
+        "only {killed} workers were killed during the map"
+    );
+    assert!(ctx.stats().cold_starts >= 5, "{:?}", ctx.stats());
+    assert_eq!(results.len(), TASKS as usize);
+    results
 }
 
 /// One test, so one killer at a time: it kills whichever worker of this process it finds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_workers_lose_nothing_with_retries_and_fail_as_crashes_without() {
-    let ctx = local_with(LocalConfig::default().max_workers(2).retries(KILLS as u32));
-    let running = Arc::new(AtomicBool::new(true));
-    let kills = killer(running.clone());
-    let results = bounded(ctx.map(tasks()).concurrency(64).settle()).await;
-    running.store(false, Ordering::Relaxed);
-    let killed = kills.join().unwrap();
-    assert!(
-        killed >= 5,
-        "only {killed} workers were killed during the map"
-    );
-    assert_eq!(results.len(), TASKS as usize);
+    let results = map_under_kills(KILLS as u32).await;
     for (i, result) in results.iter().enumerate() {
         assert_eq!(result.as_ref().ok(), Some(&(i as i64 + 1)), "task {i}");
     }
-    assert!(ctx.stats().cold_starts >= 5, "{:?}", ctx.stats());
 
     // The same without retries: each task a killed worker held fails as a crash, named by its
     // index; the others succeed, and nothing hangs.
-    let ctx = local_with(LocalConfig::default().max_workers(2));
-    let running = Arc::new(AtomicBool::new(true));
-    let kills = killer(running.clone());
-    let results = bounded(ctx.map(tasks()).concurrency(64).settle()).await;
-    running.store(false, Ordering::Relaxed);
-    let killed = kills.join().unwrap();
-    assert!(
-        killed >= 5,
-        "only {killed} workers were killed during the map"
-    );
-    assert_eq!(results.len(), TASKS as usize);
-    let crashed = AtomicUsize::new(0);
+    let results = map_under_kills(0).await;
+    let mut crashed = 0;
     for (i, result) in results.iter().enumerate() {
         match result {
             Ok(sum) => assert_eq!(*sum, i as i64 + 1, "task {i}"),
@@ -99,9 +93,9 @@ async fn killed_workers_lose_nothing_with_retries_and_fail_as_crashes_without() 
                     "task {i}: {error}"
                 );
                 assert_eq!(error.task(), Some(i), "{error}");
-                crashed.fetch_add(1, Ordering::Relaxed);
+                crashed += 1;
             }
         }
     }
-    assert!(crashed.into_inner() > 0, "no task ran on a killed worker");
+    assert!(crashed > 0, "no task ran on a killed worker");
 }

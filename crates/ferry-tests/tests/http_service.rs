@@ -492,20 +492,12 @@ async fn a_thousand_stuck_sync_calls_leave_the_service_replaceable() {
             most
         })
     };
-    let calls = (0..1_000).map(|_| {
-        let request = service
+    let answers = common::all_at_once(1_000, || {
+        service
             .http
             .post(format!("{}/functions/spin_forever", service.base))
-            .send();
-        async move {
-            match tokio::time::timeout(Duration::from_secs(30), request).await {
-                Ok(Ok(response)) => Some(response.status().as_u16()),
-                Ok(Err(_)) => None, // the listener closed while it waited to be accepted
-                Err(_) => panic!("a call hung"),
-            }
-        }
-    });
-    let answers = futures::future::join_all(calls).await;
+    })
+    .await;
     let status = common::exit_within(
         &mut service.child,
         Duration::from_secs(10),
@@ -518,12 +510,13 @@ async fn a_thousand_stuck_sync_calls_leave_the_service_replaceable() {
         Some(2),
         "the platform sees a failed instance"
     );
-    let timed_out = answers.iter().filter(|a| **a == Some(504)).count();
-    let refused = answers.iter().filter(|a| **a == Some(503)).count();
+    let timed_out = common::count_kind(&answers, "timeout");
+    let refused = common::count_kind(&answers, "unavailable");
     assert!(
-        answers
-            .iter()
-            .all(|a| matches!(a, None | Some(503) | Some(504))),
+        answers.iter().flatten().all(|(status, kind)| matches!(
+            (status, kind.as_deref()),
+            (504, Some("timeout")) | (503, Some("unavailable"))
+        )),
         "{answers:?}"
     );
     assert!(
@@ -558,24 +551,37 @@ mod limits {
         }
     }
 
-    fn post(length: u64) -> String {
+    /// Connects and sends `text` as it is.
+    async fn send(service: &Service, text: &str) -> TcpStream {
+        let mut stream = connect(service).await;
+        stream.write_all(text.as_bytes()).await.unwrap();
+        stream
+    }
+
+    /// What the server said before it closed the connection, which it must do within 5 s.
+    async fn said_before_closing(stream: &mut TcpStream, otherwise: &str) -> String {
+        read_to_close(stream, Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|| panic!("{otherwise}"))
+    }
+
+    /// The head of a JSON request to `function` announcing `length` bytes of body.
+    fn post_to(function: &str, length: u64) -> String {
         format!(
-            "POST /functions/byte_len HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n"
+            "POST /functions/{function} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n\r\n"
         )
+    }
+
+    fn post(length: u64) -> String {
+        post_to("byte_len", length)
     }
 
     /// A `Content-Length` of 10^12 with a 2-byte body once waited forever: it is refused at once.
     #[tokio::test]
     async fn an_announced_body_over_the_limit_is_refused_at_once() {
         let service = Service::start(&[]);
-        let mut stream = connect(&service).await;
-        stream
-            .write_all(format!("{}{{}}", post(1_000_000_000_000)).as_bytes())
-            .await
-            .unwrap();
-        let said = read_to_close(&mut stream, Duration::from_secs(5))
-            .await
-            .expect("the service kept the connection open");
+        let mut stream = send(&service, &format!("{}{{}}", post(1_000_000_000_000))).await;
+        let said = said_before_closing(&mut stream, "the connection was kept open").await;
         assert!(said.starts_with("HTTP/1.1 413"), "{said}");
         assert!(said.contains("payload_too_large"), "{said}");
     }
@@ -584,15 +590,9 @@ mod limits {
     #[tokio::test]
     async fn a_stalled_body_gets_408() {
         let service = Service::start(&[("FERRY_HTTP_BODY_TIMEOUT_MS", "300")]);
-        let mut stream = connect(&service).await;
-        stream
-            .write_all(format!("{}{{\"data\": [", post(100)).as_bytes())
-            .await
-            .unwrap();
         let started = Instant::now();
-        let said = read_to_close(&mut stream, Duration::from_secs(5))
-            .await
-            .expect("the service waited for the body forever");
+        let mut stream = send(&service, &format!("{}{{\"data\": [", post(100))).await;
+        let said = said_before_closing(&mut stream, "the body was awaited forever").await;
         assert!(said.starts_with("HTTP/1.1 408"), "{said}");
         assert!(said.contains("FERRY_HTTP_BODY_TIMEOUT_MS"), "{said}");
         assert!(started.elapsed() >= Duration::from_millis(250));
@@ -620,17 +620,12 @@ mod limits {
             started.elapsed()
         );
         for stream in &mut silent {
-            let said = read_to_close(stream, Duration::from_secs(5)).await;
-            assert!(said.is_some(), "a silent connection was kept open");
+            said_before_closing(stream, "a silent connection was kept open").await;
         }
 
-        let mut kept = connect(&service).await;
-        kept.write_all(format!("{}{{\"data\": [1]}}", post(13)).as_bytes())
-            .await
-            .unwrap();
-        let said = read_to_close(&mut kept, Duration::from_secs(5))
-            .await
-            .expect("an idle kept-alive connection stayed open");
+        let mut kept = send(&service, &format!("{}{{\"data\": [1]}}", post(13))).await;
+        let said =
+            said_before_closing(&mut kept, "an idle kept-alive connection stayed open").await;
         assert!(said.starts_with("HTTP/1.1 200"), "{said}");
         assert!(said.ends_with('1'), "{said}");
     }
@@ -647,26 +642,11 @@ mod limits {
         let prefix = r#"{"ms": 10, "pad": ""#;
         let body = format!("{prefix}{}\"}}", "a".repeat((1 << 20) - prefix.len() - 2));
         assert_eq!(body.len(), 1 << 20);
-        let request = |function: &str| {
-            format!(
-                "POST /functions/{function} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-                body.len()
-            )
-        };
-        let mut first = connect(&service).await;
-        first
-            .write_all(format!("{}{body}", request("sleep_hundredfold")).as_bytes())
-            .await
-            .unwrap();
+        let head = post_to("sleep_hundredfold", body.len() as u64);
+        let mut first = send(&service, &format!("{head}{body}")).await;
         tokio::time::sleep(Duration::from_millis(150)).await;
-        let mut second = connect(&service).await;
-        second
-            .write_all(request("sleep_hundredfold").as_bytes())
-            .await
-            .unwrap();
-        let said = read_to_close(&mut second, Duration::from_secs(5))
-            .await
-            .expect("no answer");
+        let mut second = send(&service, &head).await;
+        let said = said_before_closing(&mut second, "no answer").await;
         assert!(said.starts_with("HTTP/1.1 503"), "{said}");
         assert!(said.contains("FERRY_HTTP_MAX_BYTES_IN_FLIGHT_MB"), "{said}");
         let mut answer = vec![0u8; 4096];
@@ -684,8 +664,7 @@ mod limits {
     #[tokio::test]
     async fn sigterm_ends_the_process_within_the_drain_budget() {
         let mut service = Service::start(&[("FERRY_HTTP_DRAIN_MS", "300")]);
-        let mut stuck = connect(&service).await;
-        stuck.write_all(post(100).as_bytes()).await.unwrap();
+        let _stuck = send(&service, &post(100)).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         let started = Instant::now();
         // SAFETY: sends SIGTERM to the service's own process.

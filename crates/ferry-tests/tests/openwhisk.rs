@@ -408,35 +408,18 @@ async fn a_thousand_stuck_activations_leave_the_container_replaceable() {
     let mut container = Container::start_with(&[("__OW_ALLOW_CONCURRENT", "true")]);
     container.init("spin_forever").await;
     let http = reqwest::Client::new();
-    let runs = (0..1_000).map(|_| {
-        let request = http
-            .post(format!("{}/run", container.base))
+    let answers = common::all_at_once(1_000, || {
+        http.post(format!("{}/run", container.base))
             .json(&json!({"value": {}}))
-            .send();
-        async move {
-            match tokio::time::timeout(Duration::from_secs(30), request).await {
-                Ok(Ok(response)) => {
-                    let status = response.status().as_u16();
-                    let body: Value = response.json().await.unwrap_or_default();
-                    Some((status, body["ferry"]["kind"].as_str().map(str::to_owned)))
-                }
-                Ok(Err(_)) => None,
-                Err(_) => panic!("an activation hung"),
-            }
-        }
-    });
-    let answers = futures::future::join_all(runs).await;
+    })
+    .await;
     let status = common::exit_within(
         &mut container.child,
         Duration::from_secs(10),
         "the container kept running with stuck threads",
     );
     assert_eq!(status.code(), Some(2));
-    let ran = answers
-        .iter()
-        .flatten()
-        .filter(|(_, kind)| kind.as_deref() == Some("timeout"))
-        .count();
+    let ran = common::count_kind(&answers, "timeout");
     assert!(
         answers.iter().flatten().all(|(status, kind)| *status >= 500
             && matches!(kind.as_deref(), Some("timeout" | "unavailable"))),

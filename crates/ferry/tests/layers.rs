@@ -59,7 +59,9 @@ fn the_host_side_never_imports_the_worker_side() {
             if code.starts_with("//") {
                 continue;
             }
-            if let Some(path) = WORKER_PATHS.iter().find(|p| code.contains(*p)) {
+            // tokio's runtime module is not ferry's.
+            let code = code.replace("tokio::runtime::", "tokio::");
+            if let Some(path) = WORKER_PATHS.iter().find(|p| code.contains(**p)) {
                 crossings.push(format!(
                     "{}:{}: `{path}` in {code}",
                     file.display(),

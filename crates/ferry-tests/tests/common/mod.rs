@@ -317,3 +317,37 @@ pub fn lambda_app(emulator: &Emulator, deployed: &[(&str, &str)]) -> (Vec<Bootst
         Context::lambda(config).expect("a lambda context"),
     )
 }
+
+/// Sends `n` requests made by `request` at once: each one's status and error kind (from ferry's
+/// error JSON, bare or under `ferry`), or `None` where the connection was refused or dropped
+/// (a listener that closed while it waited). Panics if one hangs past 30 s.
+pub async fn all_at_once(
+    n: usize,
+    request: impl Fn() -> reqwest::RequestBuilder,
+) -> Vec<Option<(u16, Option<String>)>> {
+    let requests = (0..n).map(|_| {
+        let sent = request().send();
+        async move {
+            match tokio::time::timeout(Duration::from_secs(30), sent).await {
+                Ok(Ok(response)) => {
+                    let status = response.status().as_u16();
+                    let body: Value = response.json().await.unwrap_or_default();
+                    let kind = body["kind"].as_str().or(body["ferry"]["kind"].as_str());
+                    Some((status, kind.map(str::to_owned)))
+                }
+                Ok(Err(_)) => None,
+                Err(_) => panic!("a request hung"),
+            }
+        }
+    });
+    futures::future::join_all(requests).await
+}
+
+/// How many of `answers` failed with the error kind `kind`.
+pub fn count_kind(answers: &[Option<(u16, Option<String>)>], kind: &str) -> usize {
+    answers
+        .iter()
+        .flatten()
+        .filter(|(_, k)| k.as_deref() == Some(kind))
+        .count()
+}
