@@ -645,6 +645,17 @@ mod limits {
         let head = post_to("sleep_hundredfold", body.len() as u64);
         let mut first = send(&service, &format!("{head}{body}")).await;
         tokio::time::sleep(Duration::from_millis(150)).await;
+        // Requests without a body need no room: probes and zero-parameter calls go through.
+        let started = Instant::now();
+        let probe = service.http.get(format!("{}/healthz", service.base)).send();
+        assert_eq!(probe.await.unwrap().status(), 200);
+        let (status, body) = service.json("hello", "").await;
+        assert_eq!((status, body.as_str()), (200, r#""hello from a worker""#));
+        assert!(
+            started.elapsed() < Duration::from_millis(300),
+            "{:?}",
+            started.elapsed()
+        );
         let mut second = send(&service, &head).await;
         let said = said_before_closing(&mut second, "no answer").await;
         assert!(said.starts_with("HTTP/1.1 503"), "{said}");

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, HttpBody as _};
 use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
@@ -205,8 +205,16 @@ impl Bodies {
                 }),
             );
         }
-        // Room for what the body may hold: its announced size, else the most it may be.
-        let wanted = announced.map_or(self.max_body, |size| size as usize);
+        // Room for what the body may hold: its exact size where known (announced, or none at all
+        // for a GET or an ended HTTP/2 stream), else the most it may be.
+        let hint = request.body().size_hint();
+        let wanted = match hint.exact() {
+            Some(size) => usize::try_from(size).unwrap_or(usize::MAX),
+            None => announced.map_or(self.max_body, |size| size as usize),
+        };
+        if wanted == 0 {
+            return next.run(request).await;
+        }
         let permits = u32::try_from(wanted.clamp(1, self.capacity)).unwrap_or(u32::MAX);
         let Ok(Ok(room)) = tokio::time::timeout(
             self.timeout,
