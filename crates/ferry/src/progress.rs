@@ -112,3 +112,35 @@ impl Drop for Progress {
         }
     }
 }
+
+#[cfg(all(test, feature = "progress"))]
+mod tests {
+    use super::Progress;
+
+    #[test]
+    fn an_unknown_total_is_set_when_the_iterator_ends() {
+        let progress = Progress::new(None, true);
+        let bar = progress.bar.clone().expect("an enabled bar");
+        progress.inc();
+        progress.grow(1);
+        assert_eq!(
+            bar.length(),
+            None,
+            "no total while the iterator has not ended"
+        );
+        progress.set_total(3);
+        assert_eq!(bar.length(), Some(3));
+        progress.grow(1);
+        assert_eq!(bar.length(), Some(4), "a push adds to a known total");
+        assert_eq!(bar.position(), 1);
+    }
+
+    #[test]
+    fn an_upper_bound_is_corrected_when_the_iterator_ends() {
+        let progress = Progress::new(Some(10), true);
+        let bar = progress.bar.clone().expect("an enabled bar");
+        assert_eq!(bar.length(), Some(10));
+        progress.set_total(4);
+        assert_eq!(bar.length(), Some(4));
+    }
+}
