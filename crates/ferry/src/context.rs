@@ -386,6 +386,16 @@ fn known_total(tasks: &impl Iterator) -> Option<u64> {
     tasks.size_hint().1.map(|n| n as u64)
 }
 
+/// Results reserved up front: as many as the tasks when the iterator knows how many it has (up
+/// to a bound), none when it does not (a `filter`, or an endless iterator a failure will stop).
+fn room_for_results(tasks: &impl Iterator) -> usize {
+    const MOST_RESERVED: usize = 1 << 20;
+    match tasks.size_hint() {
+        (lower, Some(upper)) if lower == upper => lower.min(MOST_RESERVED),
+        _ => 0,
+    }
+}
+
 /// One invocation of a fan-out, boxed so that a fan-out's future has a name.
 type Call<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
 
@@ -426,7 +436,7 @@ impl<F: Function, I: Iterator<Item = F>> Map<F, I> {
     /// Runs every task and returns every result in task order, errors included.
     pub async fn settle(self) -> Vec<Result<F::Output>> {
         let mut window = self.window();
-        let mut results = Vec::with_capacity(window.tasks.as_ref().map_or(0, |t| t.size_hint().0));
+        let mut results = Vec::with_capacity(window.tasks.as_ref().map_or(0, room_for_results));
         while let Some(result) = window.next().await {
             results.push(result);
         }
@@ -453,7 +463,7 @@ impl<F: Function, I: Iterator<Item = F>> IntoFuture for Map<F, I> {
 
     fn into_future(self) -> Self::IntoFuture {
         let window = self.window();
-        let outputs = Vec::with_capacity(window.tasks.as_ref().map_or(0, |t| t.size_hint().0));
+        let outputs = Vec::with_capacity(window.tasks.as_ref().map_or(0, room_for_results));
         MapFuture { window, outputs }
     }
 }
@@ -599,7 +609,8 @@ impl<F: Function, I: Iterator<Item = F>> Completions<F, I> {
     /// ranges and the like.
     pub fn len(&self) -> usize {
         let unpulled = self.tasks.as_ref().map_or(0, |t| t.size_hint().0);
-        self.running.len() + self.pushed.len() + usize::from(self.next_task.is_some()) + unpulled
+        (self.running.len() + self.pushed.len() + usize::from(self.next_task.is_some()))
+            .saturating_add(unpulled)
     }
 
     /// Whether every task has finished.
