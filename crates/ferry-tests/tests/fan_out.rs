@@ -49,6 +49,19 @@ async fn a_failing_map_stops_pulling_tasks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_map_over_an_endless_iterator_ends_at_its_failure() {
+    let ctx = local(1);
+    // Endless, but guarded: collecting it first would fail here rather than run out of memory.
+    let tasks = (0u32..)
+        .inspect(|&i| assert!(i < 1_000_000, "task {i} pulled, far past the failure"))
+        .map(|i| RequireEven {
+            n: 2 * i + u32::from(i == FAIL_AT),
+        });
+    let error = bounded(ctx.map(tasks).concurrency(8)).await.unwrap_err();
+    assert_eq!(error.task(), Some(FAIL_AT as usize), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_map_starts_no_more_bodies() {
     // Two workers of 8 slots each (`mark`'s concurrency) under the default window of 1,024: most
     // of the window waits in the host's queue when task 100 fails.
