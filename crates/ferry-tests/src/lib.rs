@@ -189,6 +189,27 @@ pub fn byte_len(data: Vec<u8>) -> usize {
     data.len()
 }
 
+/// Drops its argument and returns its length: a no-op that carries a payload, run as a task
+/// (no blocking thread) so a fan-out of it measures the fan-out.
+#[ferry::function(concurrency = 100000)]
+pub async fn discard(data: Vec<u8>) -> usize {
+    data.len()
+}
+
+/// Leaves a file named `n` in `dir`, so a test counts the bodies that started in any process,
+/// sleeps `ms`, then fails with a user error if `n` is `fail_at`.
+#[ferry::function(concurrency = 8)]
+pub fn mark(dir: String, n: u32, fail_at: u32, ms: u64) -> Result<u32, String> {
+    std::fs::write(std::path::Path::new(&dir).join(n.to_string()), b"")
+        .map_err(|e| format!("cannot mark {n} in {dir}: {e}"))?;
+    std::thread::sleep(Duration::from_millis(ms));
+    if n == fail_at {
+        Err(format!("task {n} fails"))
+    } else {
+        Ok(n)
+    }
+}
+
 /// Sleeps `ms` and returns the most invocations of itself that overlapped in this process.
 #[ferry::function(concurrency = 2)]
 pub fn overlap(ms: u64) -> u32 {

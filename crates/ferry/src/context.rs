@@ -3,6 +3,7 @@
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
 use std::future::{Future, IntoFuture};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll};
@@ -188,34 +189,57 @@ impl Context {
     }
 
     /// Invokes every task with at most [`DEFAULT_FAN_OUT`] in flight and returns the outputs in
-    /// task order, or the first error. Configure with [`Map::concurrency`] and
-    /// [`Map::progress`]; get every result, errors included, with [`Map::settle`].
+    /// task order, or the first error in task order (it names the task: [`Error::task`]).
+    /// Configure with [`Map::concurrency`] and [`Map::progress`]; get every result, errors
+    /// included, with [`Map::settle`].
     ///
-    /// The tasks are collected before the first one is sent (they are small: the arguments),
-    /// which is what lets the iterator borrow from the caller. On the first error the
-    /// invocations still running are dropped: their results are not awaited.
-    pub fn map<F: Function>(&self, tasks: impl IntoIterator<Item = F>) -> Map<F> {
+    /// Nothing happens until the map is awaited. Then the tasks are pulled from the iterator one
+    /// at a time as room frees up, never more than the concurrency ahead of the oldest task not
+    /// yet finished: a fan-out of a million tasks holds a window of them, not a million
+    /// arguments (it does hold the outputs, to return them in order). The iterator may borrow
+    /// from the caller and build each task as it is pulled; it runs on the task that awaits the
+    /// map, so the map's future is `Send` when the iterator is.
+    ///
+    /// The first error stops the fan-out: no further task is pulled, and the invocations still
+    /// in flight are dropped. Their results are not awaited, and a backend that has not yet
+    /// started one does not start it (on the `local` platform, an invocation still waiting for
+    /// a worker is discarded); one already running may finish, for nobody.
+    pub fn map<F: Function, I: IntoIterator<Item = F>>(&self, tasks: I) -> Map<F, I::IntoIter> {
         Map {
             ctx: self.clone(),
-            tasks: tasks.into_iter().collect(),
+            tasks: tasks.into_iter(),
             concurrency: DEFAULT_FAN_OUT,
             progress: None,
+            _task: PhantomData,
         }
     }
 
-    /// Invokes every task with bounded concurrency and yields `(index, result)` in completion
+    /// Invokes every task with bounded concurrency ([`DEFAULT_FAN_OUT`] unless
+    /// [`Completions::concurrency`] says otherwise) and yields `(index, result)` in completion
     /// order (Cppless's `wait_one`). More tasks can be pushed while it runs.
-    pub fn as_completed<F: Function>(&self, tasks: impl IntoIterator<Item = F>) -> Completions<F> {
-        let pending: VecDeque<F> = tasks.into_iter().collect();
-        let total = pending.len();
-        Completions {
+    ///
+    /// Tasks are pulled from the iterator as room frees up, one ahead of those in flight, so
+    /// the first results arrive before a long iterator is exhausted and memory holds a window
+    /// of tasks, not all of them. One task is pulled here, the rest as results are awaited.
+    pub fn as_completed<F: Function, I: IntoIterator<Item = F>>(
+        &self,
+        tasks: I,
+    ) -> Completions<F, I::IntoIter> {
+        let tasks = tasks.into_iter();
+        let total = known_total(&tasks);
+        let enabled = self.progress_enabled(total, None);
+        let mut completions = Completions {
             ctx: self.clone(),
-            pending,
+            tasks: Some(tasks),
+            next_task: None,
+            pushed: VecDeque::new(),
             running: FuturesUnordered::new(),
             next_index: 0,
             concurrency: DEFAULT_FAN_OUT,
-            progress: Progress::new(total as u64, self.progress_enabled(total, None)),
-        }
+            progress: Progress::new(total, enabled),
+        };
+        completions.pull_next();
+        completions
     }
 
     /// Invokes a function by id (or unique name) with encoded arguments and returns its encoded
@@ -290,9 +314,10 @@ impl Context {
         envelope
     }
 
-    fn progress_enabled(&self, total: usize, choice: Option<bool>) -> bool {
+    /// Whether a fan-out of `total` tasks (`None`: not known yet) shows a progress bar.
+    fn progress_enabled(&self, total: Option<u64>, choice: Option<bool>) -> bool {
         choice.unwrap_or_else(|| {
-            self.invocation().is_none() && total > 1 && crate::progress::wanted()
+            self.invocation().is_none() && total.is_none_or(|n| n > 1) && crate::progress::wanted()
         })
     }
 }
@@ -355,17 +380,47 @@ impl<T> Future for Handle<T> {
     }
 }
 
-/// A fan-out built by [`Context::map`]; await it.
-#[derive(Debug)]
-#[must_use = "a map does nothing until awaited"]
-pub struct Map<F> {
-    ctx: Context,
-    tasks: Vec<F>,
-    concurrency: usize,
-    progress: Option<bool>,
+/// How many tasks an iterator says it has: its exact length when it knows it, its upper bound
+/// when it only knows that (the total is corrected when it ends), else `None`.
+fn known_total(tasks: &impl Iterator) -> Option<u64> {
+    tasks.size_hint().1.map(|n| n as u64)
 }
 
-impl<F: Function> Map<F> {
+/// Results reserved up front: as many as the tasks when the iterator knows how many it has (up
+/// to a bound), none when it does not (a `filter`, or an endless iterator a failure will stop).
+fn room_for_results(tasks: &impl Iterator) -> usize {
+    const MOST_RESERVED: usize = 1 << 20;
+    match tasks.size_hint() {
+        (lower, Some(upper)) if lower == upper => lower.min(MOST_RESERVED),
+        _ => 0,
+    }
+}
+
+/// One invocation of a fan-out, boxed so that a fan-out's future has a name.
+type Call<T> = Pin<Box<dyn Future<Output = Result<T>> + Send>>;
+
+/// A fan-out built by [`Context::map`]: the tasks' iterator `I`, not yet pulled. Await it for
+/// the outputs in task order, or call [`settle`](Self::settle) for every result.
+#[must_use = "a map does nothing until awaited"]
+pub struct Map<F, I = std::vec::IntoIter<F>> {
+    ctx: Context,
+    tasks: I,
+    concurrency: usize,
+    progress: Option<bool>,
+    _task: PhantomData<fn() -> F>,
+}
+
+impl<F, I> std::fmt::Debug for Map<F, I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Map")
+            .field("ctx", &self.ctx)
+            .field("concurrency", &self.concurrency)
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F: Function, I: Iterator<Item = F>> Map<F, I> {
     /// At most `n` invocations in flight (at least 1).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
@@ -380,102 +435,187 @@ impl<F: Function> Map<F> {
 
     /// Runs every task and returns every result in task order, errors included.
     pub async fn settle(self) -> Vec<Result<F::Output>> {
-        let progress = Progress::new(
-            self.tasks.len() as u64,
-            self.ctx.progress_enabled(self.tasks.len(), self.progress),
-        );
-        let ctx = self.ctx;
-        futures::stream::iter(
-            self.tasks
-                .into_iter()
-                .enumerate()
-                .map(|(index, task)| ctx.call_task(task, Some(index))),
-        )
-        .buffered(self.concurrency)
-        .inspect(|_| progress.inc())
-        .collect()
-        .await
+        let mut window = self.window();
+        let mut results = Vec::with_capacity(window.tasks.as_ref().map_or(0, room_for_results));
+        while let Some(result) = window.next().await {
+            results.push(result);
+        }
+        results
     }
 
-    async fn run(self) -> Result<Vec<F::Output>> {
-        let progress = Progress::new(
-            self.tasks.len() as u64,
-            self.ctx.progress_enabled(self.tasks.len(), self.progress),
-        );
-        let mut outputs = Vec::with_capacity(self.tasks.len());
-        let mut tasks = self.tasks.into_iter().enumerate();
-        let mut running = FuturesOrdered::new();
+    fn window(self) -> Window<F, I> {
+        let total = known_total(&self.tasks);
+        let enabled = self.ctx.progress_enabled(total, self.progress);
+        Window {
+            ctx: self.ctx,
+            tasks: Some(self.tasks),
+            next_index: 0,
+            concurrency: self.concurrency,
+            running: FuturesOrdered::new(),
+            progress: Progress::new(total, enabled),
+        }
+    }
+}
+
+impl<F: Function, I: Iterator<Item = F>> IntoFuture for Map<F, I> {
+    type Output = Result<Vec<F::Output>>;
+    type IntoFuture = MapFuture<F, I>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        let window = self.window();
+        let outputs = Vec::with_capacity(window.tasks.as_ref().map_or(0, room_for_results));
+        MapFuture { window, outputs }
+    }
+}
+
+/// The calls of an ordered fan-out: at most `concurrency` in flight, counted from the oldest
+/// not yet yielded, each task pulled from the iterator only when there is room for it. Yields
+/// the results in task order.
+struct Window<F: Function, I> {
+    ctx: Context,
+    /// `None` once the iterator has ended (or the fan-out stopped).
+    tasks: Option<I>,
+    next_index: usize,
+    concurrency: usize,
+    running: FuturesOrdered<Call<F::Output>>,
+    progress: Progress,
+}
+
+impl<F: Function, I: Iterator<Item = F>> Window<F, I> {
+    /// Starts tasks until the window is full or the iterator has ended.
+    fn fill(&mut self) {
+        while self.running.len() < self.concurrency {
+            let Some(tasks) = &mut self.tasks else {
+                return;
+            };
+            let Some(task) = tasks.next() else {
+                self.tasks = None;
+                self.progress.set_total(self.next_index as u64);
+                return;
+            };
+            let index = self.next_index;
+            self.next_index += 1;
+            self.running
+                .push_back(Box::pin(self.ctx.call_task(task, Some(index))));
+        }
+    }
+
+    /// Pulls no more tasks and drops the invocations in flight.
+    fn stop(&mut self) {
+        self.tasks = None;
+        self.running = FuturesOrdered::new();
+    }
+}
+
+impl<F: Function, I: Iterator<Item = F>> Stream for Window<F, I> {
+    type Item = Result<F::Output>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        self.fill();
+        let polled = self.running.poll_next_unpin(cx);
+        if let Poll::Ready(Some(_)) = &polled {
+            self.progress.inc();
+        }
+        polled
+    }
+}
+
+// The iterator is never pinned: it is only ever called through `&mut`.
+impl<F: Function, I> Unpin for Window<F, I> {}
+
+/// The future of an awaited [`Map`]: the outputs in task order, or the first error.
+#[must_use = "futures do nothing unless polled"]
+pub struct MapFuture<F: Function, I> {
+    window: Window<F, I>,
+    outputs: Vec<F::Output>,
+}
+
+impl<F: Function, I> std::fmt::Debug for MapFuture<F, I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MapFuture")
+            .field("finished", &self.outputs.len())
+            .field("running", &self.window.running.len())
+            .field("pulled", &self.window.next_index)
+            .finish()
+    }
+}
+
+impl<F: Function, I: Iterator<Item = F>> Future for MapFuture<F, I> {
+    type Output = Result<Vec<F::Output>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
         loop {
-            while running.len() < self.concurrency {
-                match tasks.next() {
-                    Some((index, task)) => running.push_back(self.ctx.call_task(task, Some(index))),
-                    None => break,
+            match std::task::ready!(this.window.poll_next_unpin(cx)) {
+                Some(Ok(output)) => this.outputs.push(output),
+                Some(Err(error)) => {
+                    // Fail fast means stop: nothing more is pulled or awaited.
+                    this.window.stop();
+                    return Poll::Ready(Err(error));
                 }
-            }
-            match running.next().await {
-                Some(result) => {
-                    progress.inc();
-                    outputs.push(result?);
-                }
-                None => return Ok(outputs),
+                None => return Poll::Ready(Ok(std::mem::take(&mut this.outputs))),
             }
         }
     }
 }
 
-impl<F: Function> IntoFuture for Map<F> {
-    type Output = Result<Vec<F::Output>>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.run())
-    }
-}
+// Nothing in it is ever pinned: the outputs are moved out, the iterator called through `&mut`.
+impl<F: Function, I> Unpin for MapFuture<F, I> {}
 
 type Running<T> = Pin<Box<dyn Future<Output = (usize, Result<T>)> + Send>>;
 
 /// Results in completion order, from [`Context::as_completed`]. A [`Stream`] of
 /// `(task index, result)`; [`next`](Self::next) needs no trait import.
 #[must_use = "a completion stream does nothing until polled"]
-pub struct Completions<F: Function> {
+pub struct Completions<F: Function, I = std::vec::IntoIter<F>> {
     ctx: Context,
-    pending: VecDeque<F>,
+    /// `None` once the iterator has ended.
+    tasks: Option<I>,
+    /// The iterator's next task, pulled ahead so that [`is_empty`](Self::is_empty) knows:
+    /// `None` only once the iterator has ended.
+    next_task: Option<F>,
+    /// Tasks pushed, to run after the iterator's.
+    pushed: VecDeque<F>,
     running: FuturesUnordered<Running<F::Output>>,
     next_index: usize,
     concurrency: usize,
     progress: Progress,
 }
 
-impl<F: Function> std::fmt::Debug for Completions<F> {
+impl<F: Function, I: Iterator<Item = F>> std::fmt::Debug for Completions<F, I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Completions")
-            .field("pending", &self.pending.len())
+            .field("pending", &(self.len() - self.running.len()))
             .field("running", &self.running.len())
             .finish()
     }
 }
 
-impl<F: Function> Completions<F> {
+impl<F: Function, I: Iterator<Item = F>> Completions<F, I> {
     /// At most `n` invocations in flight (at least 1).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
         self
     }
 
-    /// Adds a task; it gets the next index.
+    /// Adds a task; it runs after the iterator's remaining tasks and gets the next index.
     pub fn push(&mut self, task: F) {
-        self.pending.push_back(task);
+        self.pushed.push_back(task);
         self.progress.grow(1);
     }
 
-    /// Tasks not yet finished.
+    /// Tasks not yet finished: running and waiting. The tasks the iterator has not given yet
+    /// count as many as it says it has at least (`size_hint`), which is exact for vectors,
+    /// ranges and the like.
     pub fn len(&self) -> usize {
-        self.pending.len() + self.running.len()
+        let unpulled = self.tasks.as_ref().map_or(0, |t| t.size_hint().0);
+        (self.running.len() + self.pushed.len() + usize::from(self.next_task.is_some()))
+            .saturating_add(unpulled)
     }
 
     /// Whether every task has finished.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.running.is_empty() && self.next_task.is_none() && self.pushed.is_empty()
     }
 
     /// The next result to finish, or `None` when every task has finished.
@@ -483,21 +623,42 @@ impl<F: Function> Completions<F> {
         StreamExt::next(self).await
     }
 
+    /// Pulls the iterator's next task ahead, unless one is already.
+    fn pull_next(&mut self) {
+        if self.next_task.is_some() {
+            return;
+        }
+        let Some(tasks) = &mut self.tasks else {
+            return;
+        };
+        self.next_task = tasks.next();
+        if self.next_task.is_none() {
+            self.tasks = None;
+            self.progress
+                .set_total((self.next_index + self.pushed.len()) as u64);
+        }
+    }
+
     fn top_up(&mut self) {
         while self.running.len() < self.concurrency {
-            let Some(task) = self.pending.pop_front() else {
-                break;
+            let task = match self.next_task.take() {
+                Some(task) => task,
+                None => match self.pushed.pop_front() {
+                    Some(task) => task,
+                    None => break,
+                },
             };
             let index = self.next_index;
             self.next_index += 1;
             let call = self.ctx.call_task(task, Some(index));
             self.running
                 .push(Box::pin(async move { (index, call.await) }));
+            self.pull_next();
         }
     }
 }
 
-impl<F: Function> Stream for Completions<F> {
+impl<F: Function, I: Iterator<Item = F>> Stream for Completions<F, I> {
     type Item = (usize, Result<F::Output>);
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
@@ -510,7 +671,8 @@ impl<F: Function> Stream for Completions<F> {
     }
 }
 
-impl<F: Function> Unpin for Completions<F> {}
+// The iterator is never pinned: it is only ever called through `&mut`.
+impl<F: Function, I> Unpin for Completions<F, I> {}
 
 #[cfg(test)]
 mod tests {

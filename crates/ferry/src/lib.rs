@@ -78,7 +78,7 @@ use ferry_core::error;
 pub use ferry_core::{Codec, Error, ErrorKind, ExitReason, InvocationId, Manifest, Result};
 pub use ferry_core::{codec, config, manifest, naming};
 
-pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map};
+pub use context::{Completions, Context, DEFAULT_FAN_OUT, Handle, Invocation, Map, MapFuture};
 pub use flow::{Flow, FlowMode, Stage};
 pub use function::{Function, FunctionConfig, FunctionDescriptor, ParamDescriptor};
 pub use graph::{Graph, Node};

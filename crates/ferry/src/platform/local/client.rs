@@ -555,16 +555,21 @@ impl Scheduler {
     }
 
     /// Dispatches queued invocations of `function`: to a worker with a free slot, else to a new
-    /// worker while fewer than `max_workers` run, else as prefetch to a busy worker.
+    /// worker while fewer than `max_workers` run, else as prefetch to a busy worker. An
+    /// invocation whose caller has stopped waiting (a fan-out that failed fast dropped it) is
+    /// discarded instead: nothing starts for nobody.
     fn pump(self: &Arc<Self>, state: &mut SchedulerState, function: &Arc<str>) {
         let prefetch = self.config.prefetch;
         loop {
-            let Some(limits) = state
-                .queues
-                .get(function)
-                .and_then(|q| q.front())
-                .map(|job| job.limits)
-            else {
+            let Some(queue) = state.queues.get_mut(function) else {
+                return;
+            };
+            while queue.front().is_some_and(|job| job.reply.is_closed()) {
+                if let Some(job) = queue.pop_front() {
+                    job.span.record("outcome", "abandoned");
+                }
+            }
+            let Some(limits) = queue.front().map(|job| job.limits) else {
                 return;
             };
             let free_slot = state.pick(function, limits.concurrency);
