@@ -299,77 +299,47 @@ fn bad_input_is_refused_with_a_clear_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(common::stderr(&output).contains("invalid value 'gcp' for '--platform"));
 
-    let stderr = fails(
-        &ferry(&[
-            "build",
-            "--platform",
-            "http",
-            "--dynamic",
-            "-p",
-            "ferry-tests",
-        ]),
-        "dynamic http",
-    );
-    assert!(
-        stderr.contains("needs a static binary; drop `--dynamic`"),
-        "{stderr}"
-    );
-
-    let stderr = fails(
-        &ferry(&["build", "--platform", "lambda", "-p", "no-such-package"]),
-        "unknown package",
-    );
-    assert!(
-        stderr.contains("no package `no-such-package` in this workspace"),
-        "{stderr}"
-    );
-
-    let stderr = fails(
-        &ferry(&["build", "--platform", "lambda", "-p", "ferry-tests"]),
-        "several binaries",
-    );
-    assert!(
-        stderr.contains("has several binaries") && stderr.contains("`ferry-fixture`"),
-        "{stderr}"
-    );
-
-    let stderr = fails(
-        &ferry(&[
-            "build",
-            "--platform",
-            "lambda",
-            "-p",
-            "fib",
-            "--target",
-            "riscv64gc-unknown-linux-gnu",
-        ]),
-        "target without std",
-    );
-    assert!(
-        stderr.contains("the standard library for `riscv64gc-unknown-linux-gnu` is not installed")
-            && stderr.contains("rustup target add riscv64gc-unknown-linux-gnu"),
-        "{stderr}"
-    );
-
-    let stderr = fails(
-        &ferry(&[
-            "build",
-            "--platform",
-            "lambda",
-            "-p",
-            "fib",
-            "--target",
-            "x86_64-pc-windows-msvc",
-        ]),
-        "static windows",
-    );
-    assert!(
-        stderr.contains("static binaries for Linux targets only"),
-        "{stderr}"
-    );
+    // Each mistake, and what its message must say.
+    let build = |rest: &[&'static str]| [&["build", "--platform"][..], rest].concat();
+    let riscv = "riscv64gc-unknown-linux-gnu";
+    let cases: [(Vec<&str>, &str, Vec<&str>); 5] = [
+        (
+            build(&["http", "--dynamic", "-p", "ferry-tests"]),
+            "dynamic http",
+            vec!["needs a static binary; drop `--dynamic`"],
+        ),
+        (
+            build(&["lambda", "-p", "no-such-package"]),
+            "unknown package",
+            vec!["no package `no-such-package` in this workspace"],
+        ),
+        (
+            build(&["lambda", "-p", "ferry-tests"]),
+            "several binaries",
+            vec!["has several binaries", "`ferry-fixture`"],
+        ),
+        (
+            build(&["lambda", "-p", "fib", "--target", riscv]),
+            "target without std",
+            vec![
+                "the standard library for `riscv64gc-unknown-linux-gnu` is not installed",
+                "rustup target add riscv64gc-unknown-linux-gnu",
+            ],
+        ),
+        (
+            build(&["lambda", "-p", "fib", "--target", "x86_64-pc-windows-msvc"]),
+            "static windows",
+            vec!["static binaries for Linux targets only"],
+        ),
+    ];
+    for (args, what, said) in cases {
+        let stderr = fails(&ferry(&args), what);
+        for expected in said {
+            assert!(stderr.contains(expected), "{what}: {stderr}");
+        }
+    }
 }
 
-/// A program without ferry is built, then refused before anything is packaged.
 #[test]
 fn a_program_that_is_not_a_ferry_program_is_refused() {
     let project = Scratch::new("plain");

@@ -316,7 +316,8 @@ fn web_line(stdout: &str) -> (String, String) {
 
 /// The statements of a function's policy (none without a policy), straight from the API.
 fn policy(moto: &Moto, name: &str) -> Vec<serde_json::Value> {
-    let (status, text) = moto.signed(
+    let (status, text) = moto.signed_in(
+        "us-east-1",
         "lambda",
         "GET",
         &format!("/2015-03-31/functions/{name}/policy"),
@@ -386,7 +387,8 @@ fn a_web_app_deploys_as_one_function_with_a_function_url() {
     assert_eq!(auth, "NONE");
 
     // Exactly one function besides the library's, running the same zip as the web app.
-    let (status, text) = moto.signed(
+    let (status, text) = moto.signed_in(
+        "us-east-1",
         "lambda",
         "GET",
         "/2015-03-31/functions/",
@@ -430,7 +432,8 @@ fn a_web_app_deploys_as_one_function_with_a_function_url() {
     assert_eq!(deployed["Tags"]["ferry:app"], "web-fixture");
 
     // Its Function URL, and the public access AWS requires for `AuthType` NONE.
-    let (status, text) = moto.signed(
+    let (status, text) = moto.signed_in(
+        "us-east-1",
         "lambda",
         "GET",
         &format!("/2021-10-31/functions/{web}/url"),

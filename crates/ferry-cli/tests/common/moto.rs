@@ -72,7 +72,8 @@ impl Moto {
         let body = format!(
             "Action=CreateRole&Version=2010-05-08&RoleName={name}&AssumeRolePolicyDocument=%7B%7D"
         );
-        let (status, text) = self.signed(
+        let (status, text) = self.signed_in(
+            "us-east-1",
             "iam",
             "POST",
             "/",
@@ -82,19 +83,8 @@ impl Moto {
         assert_eq!(status, 200, "CreateRole {name}: {text}");
     }
 
-    /// A signed call to moto in `us-east-1`, as any AWS client makes it.
-    pub fn signed(
-        &self,
-        service: &str,
-        method: &str,
-        path: &str,
-        body: &[u8],
-        content_type: &str,
-    ) -> (u16, String) {
-        self.signed_in("us-east-1", service, method, path, body, content_type)
-    }
-
-    /// A signed call to moto in `region` (Lambda's resources are per region; IAM's are not).
+    /// A signed call to moto in `region`, as any AWS client makes it (Lambda's resources are per
+    /// region; IAM's are not).
     pub fn signed_in(
         &self,
         region: &str,
@@ -131,7 +121,8 @@ impl Moto {
 
     /// GetFunction, straight from the API.
     pub fn get_function(&self, name: &str) -> serde_json::Value {
-        let (status, text) = self.signed(
+        let (status, text) = self.signed_in(
+            "us-east-1",
             "lambda",
             "GET",
             &format!("/2015-03-31/functions/{name}"),
