@@ -366,6 +366,12 @@ impl Worker {
         self.per_function.get(function).copied().unwrap_or(0)
     }
 
+    /// It ended, or is ending, on its own before it ever served: whether this executable can
+    /// serve at all is in doubt.
+    fn ended_before_serving(&self) -> bool {
+        !self.ready && matches!(self.kill_reason, None | Some(KillReason::Broken))
+    }
+
     fn kill(&mut self, reason: KillReason) {
         if self.kill_reason.is_none() {
             self.kill_reason = Some(reason);
@@ -406,10 +412,7 @@ impl SchedulerState {
     fn live_workers(&self) -> usize {
         self.workers
             .iter()
-            .filter(|w| {
-                !w.retiring
-                    || (!w.ready && matches!(w.kill_reason, None | Some(KillReason::Broken)))
-            })
+            .filter(|w| !w.retiring || w.ended_before_serving())
             .count()
     }
 
@@ -810,10 +813,7 @@ impl Scheduler {
         if !worker.inflight.is_empty() || worker.kill_reason.is_none() {
             tracing::warn!(worker = worker_id, %reason, in_flight = worker.inflight.len(), "local worker ended");
         }
-        if !worker.ready
-            && matches!(worker.kill_reason, None | Some(KillReason::Broken))
-            && matches!(ending, Ending::Exited(_))
-        {
+        if worker.ended_before_serving() && matches!(ending, Ending::Exited(_)) {
             // It never served: starting another would end the same way, over and over.
             let error = Error::unavailable(format!(
                 "the worker `{}` {reason} before it started serving: a worker must be this ferry \

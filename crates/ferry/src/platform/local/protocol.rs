@@ -264,8 +264,7 @@ fn largest(tag: u8) -> Option<usize> {
     match tag {
         // Arguments or an output, plus the id, the envelope and its length.
         TAG_REQUEST | TAG_RESPONSE => Some(1 + 12 + MAX_ENVELOPE + MAX_FRAME),
-        TAG_HELLO => Some(1 + 8),
-        TAG_RELEASED => Some(1 + 8),
+        TAG_HELLO | TAG_RELEASED => Some(1 + 8),
         TAG_FETCH => Some(1 + 40),
         TAG_RETIRE => Some(1 + 64 * 1024),
         TAG_REFUSE => Some(1 + 1024 * 1024),
