@@ -130,6 +130,13 @@ pub enum ExitReason {
     Signal(i32),
     /// It stopped answering and was killed.
     Unresponsive,
+    /// It was killed for passing its memory limit, by another invocation's doing.
+    MemoryLimit {
+        /// The limit, in MiB.
+        limit_mb: u64,
+        /// What the worker held when it was stopped, in MiB.
+        used_mb: u64,
+    },
     /// Its exit status could not be read.
     Unknown,
 }
@@ -143,6 +150,11 @@ impl fmt::Display for ExitReason {
                 None => write!(f, "killed by signal {signal}"),
             },
             Self::Unresponsive => f.write_str("stopped answering and was killed"),
+            Self::MemoryLimit { limit_mb, used_mb } => write!(
+                f,
+                "killed at its memory limit ({used_mb} MiB used, limit {limit_mb} MiB) by \
+                 another invocation's doing"
+            ),
             Self::Unknown => f.write_str("ended for an unknown reason"),
         }
     }

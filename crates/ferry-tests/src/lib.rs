@@ -95,6 +95,13 @@ pub fn spin_forever() -> u64 {
     }
 }
 
+/// Sleeps `ms` on its thread, holding next to no memory: a bystander.
+#[ferry::function(concurrency = 8, timeout = "20s")]
+pub fn idle(ms: u64) -> u64 {
+    std::thread::sleep(Duration::from_millis(ms));
+    ms
+}
+
 /// Allocates and touches `mb` MiB, 8 MiB at a time, then returns how much it held.
 #[ferry::function(memory_mb = 128, timeout = "20s")]
 pub fn hog_memory(mb: u64) -> u64 {

@@ -250,6 +250,31 @@ async fn out_of_memory_replaces_the_worker() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_names_its_cause_and_bystanders_see_a_crash() {
+    let ctx = local_with(LocalConfig::default().max_workers(1).memory_limit_mb(128));
+    let bystanders: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(ctx.call(Idle { ms: 10_000 })))
+        .collect();
+    // The bystanders run first on the one worker; then the hog joins them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let error = bounded(ctx.call(HogMemory { mb: 1024 })).await.unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::OutOfMemory { limit_mb: 128, .. }),
+        "{error}"
+    );
+    for bystander in bystanders {
+        let error = bounded(bystander).await.unwrap().unwrap_err();
+        match error.kind() {
+            ErrorKind::WorkerCrashed {
+                reason: ExitReason::MemoryLimit { limit_mb, used_mb },
+            } => assert!(*limit_mb == 128 && *used_mb > 128, "{error}"),
+            other => panic!("a bystander should see its worker crash, got {other:?}"),
+        }
+        assert!(error.to_string().contains("another invocation"), "{error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_invocations_through_map_return_in_order() {
     let ctx = local(2);
     let outputs = bounded(ctx.map((0..10_000).map(|i| Add { a: i, b: 1 })))

@@ -55,7 +55,11 @@ where
     F: FnOnce() -> Result<T> + Send + 'static,
     T: Send + 'static,
 {
+    #[cfg(feature = "local")]
+    let slot = crate::platform::local::server::current_slot();
     let handle = tokio::task::spawn_blocking(move || {
+        #[cfg(feature = "local")]
+        crate::platform::local::server::label_thread_for(slot);
         std::panic::catch_unwind(AssertUnwindSafe(body))
             .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
     });

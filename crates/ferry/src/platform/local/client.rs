@@ -10,7 +10,7 @@
 
 mod worker;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -316,6 +316,73 @@ struct Worker {
     kill_reason: Option<KillReason>,
     /// What it sent that the protocol does not allow, naming it.
     violation: Option<String>,
+    /// Which invocations' threads took its memory, while it has a limit and work.
+    faults: FaultLedger,
+}
+
+/// Page faults a worker's threads took while it held invocations, by invocation: when the
+/// worker passes its memory limit, the one whose thread took clearly the most is the cause and
+/// the others are bystanders.
+#[derive(Default)]
+struct FaultLedger {
+    /// Each thread's count at the last sample; `None` before the first.
+    last: Option<HashMap<u32, u64>>,
+    /// Taken by the threads of each in-flight sync body, by the low bits of its slot.
+    by_label: HashMap<u64, u64>,
+    /// Taken by every other thread meanwhile (async bodies, the runtime, decoding).
+    elsewhere: u64,
+}
+
+impl FaultLedger {
+    fn record(&mut self, threads: Vec<worker::ThreadFaults>, inflight: &HashMap<u64, Inflight>) {
+        let labels: HashSet<u64> = inflight
+            .keys()
+            .map(|slot| slot & crate::platform::local::LABEL_MASK)
+            .collect();
+        let first = self.last.is_none();
+        let last = self.last.take().unwrap_or_default();
+        let mut now = HashMap::with_capacity(threads.len());
+        for thread in threads {
+            let before = match last.get(&thread.tid) {
+                Some(&before) => before,
+                // Before the first sample nothing is known; after it, a thread is new.
+                None if first => thread.minor_faults,
+                None => 0,
+            };
+            let taken = thread.minor_faults.saturating_sub(before);
+            match thread.label.filter(|label| labels.contains(label)) {
+                Some(label) => *self.by_label.entry(label).or_default() += taken,
+                None => self.elsewhere += taken,
+            }
+            now.insert(thread.tid, thread.minor_faults);
+        }
+        self.last = Some(now);
+        self.by_label.retain(|label, _| labels.contains(label));
+    }
+
+    /// The slot whose thread took at least twice the pages of any other thread or invocation,
+    /// if one did.
+    fn culprit(&self, inflight: &HashMap<u64, Inflight>) -> Option<u64> {
+        let mut taken: Vec<(Option<u64>, u64)> = self
+            .by_label
+            .iter()
+            .map(|(label, faults)| (Some(*label), *faults))
+            .collect();
+        taken.push((None, self.elsewhere));
+        taken.sort_unstable_by_key(|(_, faults)| std::cmp::Reverse(*faults));
+        let label = match taken.as_slice() {
+            [(Some(label), most), rest @ ..]
+                if *most > 0 && rest.first().is_none_or(|(_, next)| *most >= 2 * next) =>
+            {
+                *label
+            }
+            _ => return None,
+        };
+        inflight
+            .keys()
+            .copied()
+            .find(|slot| slot & crate::platform::local::LABEL_MASK == label)
+    }
 }
 
 struct Inflight {
@@ -335,6 +402,8 @@ enum KillReason {
     OutOfMemory {
         limit_mb: u64,
         used_mb: u64,
+        /// The invocation that took the memory, if one clearly did: the others were bystanders.
+        cause: Option<u64>,
     },
     Unresponsive {
         overdue_slot: u64,
@@ -651,6 +720,7 @@ impl Scheduler {
             last_active: Instant::now(),
             kill_reason: None,
             violation: None,
+            faults: FaultLedger::default(),
         });
         Ok(state.workers.len() - 1)
     }
@@ -847,9 +917,22 @@ impl Scheduler {
                             START_TIMEOUT.as_secs()
                         ),
                     },
-                    (_, Some(KillReason::OutOfMemory { limit_mb, used_mb })) => {
-                        ErrorKind::OutOfMemory { limit_mb, used_mb }
-                    }
+                    (
+                        _,
+                        Some(KillReason::OutOfMemory {
+                            limit_mb,
+                            used_mb,
+                            cause: Some(cause),
+                        }),
+                    ) if cause != slot => ErrorKind::WorkerCrashed {
+                        reason: ExitReason::MemoryLimit { limit_mb, used_mb },
+                    },
+                    (
+                        _,
+                        Some(KillReason::OutOfMemory {
+                            limit_mb, used_mb, ..
+                        }),
+                    ) => ErrorKind::OutOfMemory { limit_mb, used_mb },
                     (
                         _,
                         Some(KillReason::Unresponsive {
@@ -909,10 +992,27 @@ impl Scheduler {
         let now = Instant::now();
         let grace = self.config.unresponsive_grace;
         let idle = self.config.idle_timeout;
+        // Read outside the lock: a worker may run many threads.
+        let to_sample: Vec<(u64, u32)> = self
+            .lock()
+            .workers
+            .iter()
+            .filter(|w| w.pid != 0 && w.memory_limit_mb.is_some() && !w.inflight.is_empty())
+            .map(|w| (w.id, w.pid))
+            .collect();
+        let mut samples: HashMap<u64, Vec<worker::ThreadFaults>> = to_sample
+            .into_iter()
+            .map(|(id, pid)| (id, worker::thread_faults(pid)))
+            .collect();
         let mut state = self.lock();
         for worker in &mut state.workers {
             if worker.pid == 0 {
                 continue; // exiting: its reader reports the end
+            }
+            match samples.remove(&worker.id) {
+                Some(threads) => worker.faults.record(threads, &worker.inflight),
+                None if worker.inflight.is_empty() => worker.faults = FaultLedger::default(),
+                None => {}
             }
             if worker
                 .stopped_at
@@ -936,7 +1036,12 @@ impl Scheduler {
             {
                 let used_mb = used >> 20;
                 if used_mb > limit_mb {
-                    worker.kill(KillReason::OutOfMemory { limit_mb, used_mb });
+                    let cause = worker.faults.culprit(&worker.inflight);
+                    worker.kill(KillReason::OutOfMemory {
+                        limit_mb,
+                        used_mb,
+                        cause,
+                    });
                     continue;
                 }
             }

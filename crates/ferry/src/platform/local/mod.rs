@@ -16,6 +16,14 @@ pub use self::client::LocalConfig;
 /// The fd on which a worker finds its socket to the platform.
 pub(crate) const WORKER_FD: i32 = 3;
 
+/// A worker names the thread running a sync body `ferry#<slot>` (the invocation's slot, in hex,
+/// its low 36 bits: a thread name holds 15 bytes), so the platform can tell which invocation's
+/// thread took the memory when the worker passes its limit.
+pub(crate) const THREAD_LABEL: &str = "ferry#";
+
+/// The bits of a slot a thread label carries.
+pub(crate) const LABEL_MASK: u64 = (1 << 36) - 1;
+
 /// Tells the platform that started this process as a worker that it will not serve: its `main`
 /// is not ferry's. Written straight to the socket on fd 3, which nothing else here uses.
 pub(crate) fn refuse_as_worker(error: &crate::Error) {

@@ -23,6 +23,27 @@ use crate::shared::BlobId;
 use crate::wire::Envelope;
 use crate::{BackendKind, Context, Error, Registry, Result};
 
+tokio::task_local! {
+    /// The platform's slot of the invocation this task runs.
+    static SLOT: u64;
+}
+
+/// Names the current thread after the invocation whose sync body it is about to run, when that
+/// invocation came from the local platform (see [`super::THREAD_LABEL`]).
+pub(crate) fn label_thread_for(slot: Option<u64>) {
+    let Some(slot) = slot else { return };
+    let name = format!("{}{:x}\0", super::THREAD_LABEL, slot & super::LABEL_MASK);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes; this one is ≤ 16.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr());
+    }
+}
+
+/// The slot of the invocation the calling task runs, if the local platform sent it.
+pub(crate) fn current_slot() -> Option<u64> {
+    SLOT.try_with(|slot| *slot).ok()
+}
+
 /// Serves until the platform closes the socket, then exits without waiting for stuck threads.
 pub(crate) fn serve(registry: &'static Registry) -> ExitCode {
     // SAFETY: F_GETFD only inspects the descriptor table.
@@ -110,14 +131,14 @@ async fn serve_socket(
                     let released = || {
                         let _ = frames.send(protocol::released(id));
                     };
-                    let result =
-                        AssertUnwindSafe(run_one(&runtime, &parent, &envelope, payload, released))
-                            .catch_unwind()
-                            .await
-                            .unwrap_or_else(|payload| {
-                                let message = crate::error::panic_message(&*payload);
-                                Err(Error::panic(message).in_function(&envelope.function))
-                            });
+                    let run = run_one(&runtime, &parent, &envelope, payload, released);
+                    let result = AssertUnwindSafe(SLOT.scope(id, run))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|payload| {
+                            let message = crate::error::panic_message(&*payload);
+                            Err(Error::panic(message).in_function(&envelope.function))
+                        });
                     // Retire first: the platform must stop sending here before the caller,
                     // woken by the response, sends its next call.
                     if let Some(reason) = runtime.retired_because() {

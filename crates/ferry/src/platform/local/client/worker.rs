@@ -147,3 +147,41 @@ pub(super) fn rss_bytes(pid: u32) -> Option<u64> {
     let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     Some(pages * u64::try_from(page_size).unwrap_or(4096))
 }
+
+/// One thread of a worker, from `/proc/<pid>/task/<tid>/stat`.
+pub(super) struct ThreadFaults {
+    pub tid: u32,
+    /// The low bits of the slot whose sync body it runs or last ran, from its name
+    /// (see [`crate::platform::local::THREAD_LABEL`]).
+    pub label: Option<u64>,
+    /// Minor page faults it has taken: the pages it brought in, a measure of how much the
+    /// process grew by its doing (no per-thread resident size exists).
+    pub minor_faults: u64,
+}
+
+/// Every thread of a process, with its page faults; empty once the process is gone.
+pub(super) fn thread_faults(pid: u32) -> Vec<ThreadFaults> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|task| {
+            let task = task.ok()?;
+            let tid: u32 = task.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            // `tid (comm) state ppid pgrp session tty tpgid flags minflt …`: the name may hold
+            // spaces or parentheses, so split at its last `)`.
+            let (head, rest) = stat.rsplit_once(") ")?;
+            let (_, name) = head.split_once(" (")?;
+            let minor_faults = rest.split_whitespace().nth(7)?.parse().ok()?;
+            let label = name
+                .strip_prefix(crate::platform::local::THREAD_LABEL)
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok());
+            Some(ThreadFaults {
+                tid,
+                label,
+                minor_faults,
+            })
+        })
+        .collect()
+}
