@@ -109,6 +109,7 @@ mod tests {
             memory_mb: 512,
             timeout: Duration::from_secs(30),
             concurrency: 1,
+            idempotent: false,
         };
         // printf 'memory_mb=512\ntimeout_ms=30000\nconcurrency=1\nhandler=count-queens\n' | sha256sum
         assert_eq!(config_hash(&config, "count-queens"), "5e63fd26");

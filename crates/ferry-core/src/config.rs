@@ -349,8 +349,8 @@ pub const LOCAL_PREFETCH: Setting = user(
 pub const LOCAL_RETRIES: Setting = user(
     "FERRY_LOCAL_RETRIES",
     Takes::Count,
-    "0",
-    "times the local platform runs an invocation again when its worker crashed or was stopped under it (never for its own error, timeout or memory); for functions safe to run twice",
+    "3 for `idempotent` functions, else 0",
+    "times the local platform runs an invocation again when its worker crashed or was stopped under it (never for its own error, timeout or memory); set, it applies to every function",
 );
 /// The local worker executable.
 pub const WORKER_EXE: Setting = user(

@@ -46,6 +46,10 @@ pub struct FunctionConfig {
     pub timeout: Duration,
     /// Invocations one instance runs at once (`concurrency`).
     pub concurrency: u32,
+    /// Safe to run more than once for the same arguments (`idempotent`): the local platform then
+    /// runs an invocation again when its worker crashes under it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
 }
 
 impl FunctionConfig {
@@ -56,6 +60,7 @@ impl FunctionConfig {
         memory_mb: 256,
         timeout: Duration::from_secs(60),
         concurrency: 1,
+        idempotent: false,
     };
 }
 

@@ -216,6 +216,7 @@ impl Spec<'_> {
             Some(c) => quote!(#c),
             None => quote!(::ferry::FunctionConfig::DEFAULT.concurrency),
         };
+        let idempotent = self.options.idempotent;
         quote! {
             impl ::ferry::Function for #invocation {
                 type Output = #output_ty;
@@ -229,6 +230,7 @@ impl Spec<'_> {
                         memory_mb: #memory_mb,
                         timeout: #timeout,
                         concurrency: #concurrency,
+                        idempotent: #idempotent,
                     },
                     is_async: #is_async,
                     file: ::core::file!(),

@@ -4,9 +4,9 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, Lit, MetaNameValue, Token};
+use syn::{Expr, ExprLit, Lit, Meta, MetaNameValue, Token};
 
-const KNOWN: &str = "`name`, `memory_mb`, `timeout`, `concurrency`, `invocation`";
+const KNOWN: &str = "`name`, `memory_mb`, `timeout`, `concurrency`, `invocation`, `idempotent`";
 
 /// What the user wrote; every field is optional and defaults live in `ferry`.
 #[derive(Default)]
@@ -17,6 +17,8 @@ pub struct FunctionOptions {
     pub concurrency: Option<u32>,
     /// The invocation type's name, when the default (UpperCamelCase of the fn) is taken.
     pub invocation: Option<syn::Ident>,
+    /// The `idempotent` flag.
+    pub idempotent: bool,
 }
 
 impl FunctionOptions {
@@ -24,9 +26,30 @@ impl FunctionOptions {
         if args.is_empty() {
             return Ok(Self::default());
         }
-        let pairs = syn::parse2::<OptionList>(args)?.0;
+        let metas = syn::parse2::<OptionList>(args)?.0;
         let mut options = Self::default();
-        for pair in pairs {
+        for meta in metas {
+            let pair = match meta {
+                Meta::Path(path) if path.is_ident("idempotent") => {
+                    if std::mem::replace(&mut options.idempotent, true) {
+                        return Err(syn::Error::new_spanned(path, "`idempotent` is given twice"));
+                    }
+                    continue;
+                }
+                Meta::NameValue(pair) if pair.path.is_ident("idempotent") => {
+                    return Err(syn::Error::new_spanned(
+                        pair,
+                        "`idempotent` is a flag: write `idempotent` alone, or leave it out",
+                    ));
+                }
+                Meta::NameValue(pair) => pair,
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        format!("expected `key = value` options or `idempotent` ({KNOWN})"),
+                    ));
+                }
+            };
             let key = pair
                 .path
                 .get_ident()
@@ -105,7 +128,7 @@ impl FunctionOptions {
     }
 }
 
-struct OptionList(Punctuated<MetaNameValue, Token![,]>);
+struct OptionList(Punctuated<Meta, Token![,]>);
 
 impl Parse for OptionList {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -114,7 +137,7 @@ impl Parse for OptionList {
             .map_err(|e| {
                 syn::Error::new(
                     e.span(),
-                    format!("expected `key = value` options ({KNOWN})"),
+                    format!("expected `key = value` options or `idempotent` ({KNOWN})"),
                 )
             })
     }

@@ -102,6 +102,46 @@ pub fn idle(ms: u64) -> u64 {
     ms
 }
 
+/// Counts a run in `dir` (one byte appended to `dir/runs`) and returns how many there were.
+fn count_run(dir: &str) -> u32 {
+    use std::io::Write;
+    let path = std::path::Path::new(dir).join("runs");
+    let mut runs = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("the runs file opens");
+    runs.write_all(b".").expect("the run is counted");
+    std::fs::metadata(&path).map_or(0, |m| m.len() as u32)
+}
+
+/// Kills its worker the first time it runs for `dir`; answers how often it ran there. Marked
+/// `idempotent`, so the local platform runs it again.
+#[ferry::function(idempotent)]
+pub fn crash_once(dir: String) -> u32 {
+    let runs = count_run(&dir);
+    if runs == 1 {
+        std::process::abort();
+    }
+    runs
+}
+
+/// [`crash_once`], not marked `idempotent`.
+#[ferry::function]
+pub fn crash_once_unmarked(dir: String) -> u32 {
+    let runs = count_run(&dir);
+    if runs == 1 {
+        std::process::abort();
+    }
+    runs
+}
+
+/// Fails with its own error every time, counting its runs in `dir`, though marked `idempotent`.
+#[ferry::function(idempotent)]
+pub fn fail_idempotently(dir: String) -> Result<u32, String> {
+    Err(format!("run {}", count_run(&dir)))
+}
+
 /// Allocates and touches `mb` MiB, 8 MiB at a time, then returns how much it held.
 #[ferry::function(memory_mb = 128, timeout = "20s")]
 pub fn hog_memory(mb: u64) -> u64 {

@@ -275,6 +275,60 @@ async fn out_of_memory_names_its_cause_and_bystanders_see_a_crash() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotent_functions_are_run_again_after_a_crash_and_others_are_not() {
+    let ctx = local(1);
+    let dir = tempfile::tempdir().unwrap();
+    let runs_in = |name: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir(&path).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    // Marked idempotent: the crash is retried by default and the caller sees the second run.
+    let marked = runs_in("marked");
+    assert_eq!(
+        bounded(ctx.call(CrashOnce { dir: marked })).await.unwrap(),
+        2
+    );
+    // Not marked: the crash is the caller's result, and the function ran once.
+    let unmarked = runs_in("unmarked");
+    let error = bounded(ctx.call(CrashOnceUnmarked {
+        dir: unmarked.clone(),
+    }))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::WorkerCrashed { .. }),
+        "{error}"
+    );
+    // Its own error is never retried, marked or not.
+    let failing = runs_in("failing");
+    let error = bounded(ctx.call(FailIdempotently {
+        dir: failing.clone(),
+    }))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::User { message, .. } if message == "run 1"),
+        "{error}"
+    );
+    for (dir, runs) in [(unmarked, 1), (failing, 1)] {
+        let held = std::fs::metadata(std::path::Path::new(&dir).join("runs")).unwrap();
+        assert_eq!(held.len(), runs, "{dir}");
+    }
+    // A setting of 0 turns retries off for every function.
+    let ctx = local_with(LocalConfig::default().max_workers(1).retries(0));
+    let error = bounded(ctx.call(CrashOnce {
+        dir: runs_in("off"),
+    }))
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::WorkerCrashed { .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_invocations_through_map_return_in_order() {
     let ctx = local(2);
     let outputs = bounded(ctx.map((0..10_000).map(|i| Add { a: i, b: 1 })))

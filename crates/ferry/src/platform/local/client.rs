@@ -51,10 +51,11 @@ pub struct LocalConfig {
     /// a millisecond; with uneven tasks it can leave one worker idle while another holds work.
     pub prefetch: u32,
     /// How often an invocation runs again when its worker crashed, broke or was stopped while it
-    /// ran (`FERRY_LOCAL_RETRIES`; default 0). Its own errors, timeouts and running out of memory
-    /// are never retried. A retried invocation may have run partly, or wholly, before: set it for
-    /// functions that are safe to run twice. The caller still gets exactly one result.
-    pub retries: u32,
+    /// ran (`FERRY_LOCAL_RETRIES`). Unset, functions marked `idempotent` get
+    /// [`IDEMPOTENT_RETRIES`](Self::IDEMPOTENT_RETRIES) and others none; set, it applies to every
+    /// function. Its own errors, timeouts and running out of memory are never retried. A retried
+    /// invocation may have run partly, or wholly, before; the caller still gets exactly one result.
+    pub retries: Option<u32>,
     /// Environment variables set in every worker, on top of the host's environment (which
     /// workers inherit): settings a host learns at run time, without `std::env::set_var`.
     pub env: Vec<(String, String)>,
@@ -69,13 +70,26 @@ impl Default for LocalConfig {
             memory_limit_mb: None,
             unresponsive_grace: Duration::from_secs(2),
             prefetch: 0,
-            retries: 0,
+            retries: None,
             env: Vec::new(),
         }
     }
 }
 
 impl LocalConfig {
+    /// Retries of a function marked `idempotent` when [`retries`](Self::retries) is unset: Ray's
+    /// default for tasks.
+    pub const IDEMPOTENT_RETRIES: u32 = 3;
+
+    /// Retries of one invocation of `function` (its descriptor, when the caller had one).
+    fn retries_of(&self, function: Option<&FunctionDescriptor>) -> u32 {
+        match (self.retries, function) {
+            (Some(retries), _) => retries,
+            (None, Some(function)) if function.config.idempotent => Self::IDEMPOTENT_RETRIES,
+            (None, _) => 0,
+        }
+    }
+
     /// Defaults overridden by the `FERRY_LOCAL_*` and `FERRY_WORKER_EXE` variables.
     pub fn from_env() -> Result<Self> {
         use crate::config::{
@@ -94,7 +108,7 @@ impl LocalConfig {
             config.prefetch = prefetch;
         }
         if let Some(retries) = LOCAL_RETRIES.number()? {
-            config.retries = retries;
+            config.retries = Some(retries);
         }
         config.worker_exe = WORKER_EXE.text().map(PathBuf::from);
         Ok(config)
@@ -131,7 +145,7 @@ impl LocalConfig {
     /// Sets [`retries`](Self::retries).
     #[must_use]
     pub fn retries(mut self, n: u32) -> Self {
-        self.retries = n;
+        self.retries = Some(n);
         self
     }
 
@@ -201,7 +215,7 @@ impl Transport for LocalBackend {
     ) -> BoxFuture<'static, Result<Bytes>> {
         let shared = self.shared.clone();
         let retry = RetryPolicy::NEVER
-            .attempts(self.shared.config.retries.saturating_add(1))
+            .attempts(self.shared.config.retries_of(descriptor).saturating_add(1))
             .base_delay(Duration::from_millis(10));
         Box::pin(async move {
             retry

@@ -36,6 +36,11 @@ fn renamed() {}
 #[ferry::function]
 fn defaults() {}
 
+#[ferry::function(idempotent, concurrency = 2)]
+fn safe_to_repeat(n: u32) -> u32 {
+    n
+}
+
 fn main() {
     let config = CountQueens::DESCRIPTOR.config;
     assert_eq!(CountQueens::DESCRIPTOR.name, "count-queens");
@@ -65,4 +70,7 @@ fn main() {
     assert_eq!(Renamed::DESCRIPTOR.config, FunctionConfig::DEFAULT);
     assert_eq!(Defaults::DESCRIPTOR.config, FunctionConfig::DEFAULT);
     assert_eq!(Defaults::DESCRIPTOR.name, "defaults");
+    assert!(!Defaults::DESCRIPTOR.config.idempotent);
+    assert!(SafeToRepeat::DESCRIPTOR.config.idempotent);
+    assert_eq!(SafeToRepeat::DESCRIPTOR.config.concurrency, 2);
 }
