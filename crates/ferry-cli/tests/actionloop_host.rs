@@ -360,6 +360,46 @@ async fn a_c_action_without_ack() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A ferry program is an ActionLoop executable like any other: with no `__OW_*` variable in the
+/// host's environment and no ack asked for, it still learns from `__OW_PROXY_VERSION` that a proxy
+/// started it, as under the Go proxy, and serves activations instead of running as a host.
+#[tokio::test]
+async fn a_ferry_program_is_recognised_as_the_exec() {
+    let fixture = common::workspace_binary("ferry-tests", "ferry-fixture");
+    let launcher = format!("#!/bin/sh\nexec {}\n", fixture.display());
+    let mut command = host_command(1, false);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("__OW_") || key.starts_with("FERRY_") {
+            command.env_remove(key);
+        }
+    }
+    let workdir = std::env::temp_dir().join(format!("ferry-actionloop-ferry-{}", rand_suffix()));
+    command.arg("--workdir").arg(&workdir);
+    let host = Host::launch(command, Some(workdir));
+    let init = json!({"value": {"code": zipped_exec(launcher.as_bytes()), "binary": true}});
+    assert_eq!(host.post("/init", init).await, (200, json!({"ok": true})));
+    for n in 0..3 {
+        let (status, body) = host
+            .post(
+                "/run",
+                json!({"value": {"a": n, "b": 1}, "action_name": "/guest/add"}),
+            )
+            .await;
+        assert_eq!((status, body), (200, json!({"result": n + 1})));
+    }
+    let (status, body) = host
+        .post(
+            "/run",
+            json!({"value": {}, "action_name": "/guest/activation", "activation_id": "a1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["__OW_PROXY_VERSION"].is_null() && body["__OW_ACTIVATION_ID"] == "a1",
+        "{body}"
+    );
+}
+
 /// `sleep` by absolute path: actions get no `PATH`.
 fn sleep_path() -> String {
     let output = Command::new("sh")

@@ -55,9 +55,14 @@ pub enum Failure {
     Exited,
 }
 
+/// What `__OW_PROXY_VERSION` says to the executable.
+const PROXY_VERSION: &str = concat!("ferry-actionloop-host/", env!("CARGO_PKG_VERSION"));
+
 impl Copy {
-    /// Starts the executable with the proxy's environment (nothing inherited but `__OW_*`),
-    /// waiting for `{"ok":true}` when `wait_for_ack`. Errors read as the Go proxy's after its
+    /// Starts the executable with the proxy's environment: nothing inherited but `__OW_*`, plus
+    /// what the Go proxy always sets (`__OW_PROXY_VERSION`, `__OW_EXECUTION_ENV` from
+    /// `OW_EXECUTION_ENV`), by which an executable such as a ferry program knows it runs under a
+    /// proxy; waits for `{"ok":true}` when `wait_for_ack`. Errors read as the Go proxy's after its
     /// `cannot start action: `.
     pub async fn start(
         exec: &Path,
@@ -75,8 +80,11 @@ impl Copy {
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let write_fd = fds[1];
         let mut command = std::process::Command::new(exec);
+        command.env_clear().env("__OW_PROXY_VERSION", PROXY_VERSION);
+        if let Some(execution_env) = std::env::var_os("OW_EXECUTION_ENV") {
+            command.env("__OW_EXECUTION_ENV", execution_env);
+        }
         command
-            .env_clear()
             .envs(std::env::vars().filter(|(key, _)| key.starts_with("__OW_")))
             .envs(env)
             .stdin(Stdio::piped())
