@@ -135,8 +135,73 @@ async fn max_concurrency_runs_loops_side_by_side() {
             body.parse().unwrap()
         })
         .collect();
-    // `overlap` allows 2 at once, so 2 loops run: two invocations overlapped, never three.
+    // `overlap` allows 2 at once: two invocations overlapped, never three.
     assert_eq!(peaks.iter().max(), Some(&2), "{peaks:?}");
+}
+
+/// An emulator may end a `/next` long poll that found no work (cargo lambda's `--timeout` answers
+/// it 408): the runtime polls again rather than exit.
+#[tokio::test]
+async fn an_idle_poll_that_times_out_is_polled_again() {
+    let emulator = Emulator::start_with(&["--timeout", "1"]);
+    let mut runtime = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "add", &[]);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        runtime.0.try_wait().unwrap().is_none(),
+        "the runtime exited when a poll timed out"
+    );
+    let (status, _, body) = emulator.invoke(&json!({"a": 2, "b": 3})).await;
+    assert_eq!((status, body.as_str()), (200, "5"));
+}
+
+/// Lambda Managed Instances hand an environment up to `AWS_LAMBDA_MAX_CONCURRENCY` invocations
+/// and refuse the rest (`Runtime.Unavailable`) when fewer `/next` polls wait, whatever the
+/// function's own concurrency: the runtime keeps that many polls open.
+#[tokio::test]
+async fn the_runtime_keeps_max_concurrency_polls_open() {
+    let emulator = Emulator::start();
+    let runtime = emulator.bootstrap(
+        env!("CARGO_BIN_EXE_ferry-fixture"),
+        "overlap",
+        &[("AWS_LAMBDA_MAX_CONCURRENCY", "8")],
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let polls = connections_to(runtime.pid(), emulator.port());
+        if polls == 8 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{polls} polls open, not AWS_LAMBDA_MAX_CONCURRENCY's 8"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Established TCP connections of process `pid` to `port` on loopback, from `/proc`.
+fn connections_to(pid: u32, port: u16) -> usize {
+    let sockets: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?.strip_prefix("socket:[")?;
+            Some(target.trim_end_matches(']').to_owned())
+        })
+        .collect();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap();
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // remote address `HEX_IP:HEX_PORT`, state `01` (established), inode.
+            fields.len() > 9
+                && fields[2].ends_with(&format!(":{port:04X}"))
+                && fields[3] == "01"
+                && sockets.contains(fields[9])
+        })
+        .count()
 }
 
 #[tokio::test]

@@ -12,8 +12,8 @@
 //! - `MemorySize` = `memory_mb`; `Timeout` = the timeout rounded up to whole seconds;
 //! - `concurrency` is recorded as the tag `ferry:concurrency` and nowhere else: classic Lambda
 //!   gives an environment one invocation at a time, and Lambda Managed Instances set
-//!   `AWS_LAMBDA_MAX_CONCURRENCY` themselves, which ferry's runtime caps at the function's
-//!   concurrency;
+//!   `AWS_LAMBDA_MAX_CONCURRENCY` from the capacity provider's per-environment maximum; ferry's
+//!   runtime polls that many invocations and runs at most `concurrency` of them at once;
 //! - `--env KEY=VALUE` variables, the `--role`, and the description `ferry function <id>`;
 //! - tags `ferry:app`, `ferry:function` (the id) and `ferry:config-hash`, by which `ferry ls`
 //!   recognises functions of the app that the program no longer has.

@@ -37,6 +37,11 @@ pub struct Emulator {
 
 impl Emulator {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// The emulator with more `cargo lambda watch` options.
+    pub fn start_with(options: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
@@ -51,6 +56,7 @@ impl Emulator {
                 "-P",
                 &port.to_string(),
             ])
+            .args(options)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -67,6 +73,11 @@ impl Emulator {
             std::thread::sleep(Duration::from_millis(20));
         }
         Self { child, port }
+    }
+
+    /// The port it listens on, loopback.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The Invoke API's endpoint.
@@ -140,6 +151,13 @@ impl Drop for Emulator {
 
 /// A `bootstrap` process, killed when the test ends.
 pub struct Bootstrap(pub Child);
+
+impl Bootstrap {
+    /// The process id of the runtime.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
 
 impl Drop for Bootstrap {
     fn drop(&mut self) {

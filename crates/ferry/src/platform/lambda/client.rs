@@ -376,6 +376,23 @@ impl RemoteClient for LambdaBackend {
 mod tests {
     use super::*;
 
+    /// The Runtime Interface Emulator rewrites a `ferry.*` error type to `Runtime.Unknown`; the
+    /// kind survives in the body's `ferry` field, and is read from there.
+    #[test]
+    fn the_kind_is_read_from_the_body_whatever_the_error_type_says() {
+        let body = serde_json::json!({
+            "errorMessage": "timed out after 1000 ms",
+            "errorType": "Runtime.Unknown",
+            "stackTrace": [],
+            "ferry": Error::timeout(std::time::Duration::from_secs(1)),
+        });
+        let error = function_error(body.to_string().as_bytes());
+        assert!(
+            matches!(error.kind(), ErrorKind::Timeout { limit_ms: 1000 }),
+            "{error}"
+        );
+    }
+
     #[test]
     fn a_failure_of_the_platform_is_not_the_functions() {
         let error =

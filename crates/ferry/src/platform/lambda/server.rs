@@ -5,7 +5,11 @@
 //!   else `_HANDLER` (id or name), else the program's only function. A handler that names none
 //!   of several functions is reported on `/runtime/init/error` and the runtime exits.
 //! - The loop over `/runtime/invocation/next` stays warm; `AWS_LAMBDA_MAX_CONCURRENCY` > 1 runs
-//!   that many loops at once (Lambda Managed Instances), at most the function's `concurrency`.
+//!   that many loops at once (Lambda Managed Instances hand an environment that many invocations
+//!   and refuse the rest as `Runtime.Unavailable` when fewer polls wait). At most the function's
+//!   `concurrency` bodies run at once; invocations past it wait for a slot in the runtime.
+//! - Each invocation's deadline is Lambda's less a margin ([`DEADLINE_MARGIN_MS`]), so its
+//!   timeout is ferry's, posted by a runtime that lives on, not Lambda's.
 //! - The event is the function's arguments as JSON (`null` or empty for none). The request id,
 //!   deadline, function ARN and trace id come from the headers and reach the function as its
 //!   invocation's metadata (`aws_request_id`, `invoked_function_arn`, `_X_AMZN_TRACE_ID`, absent
@@ -72,7 +76,18 @@ async fn run(registry: &'static Registry, base: String) -> Result<(), String> {
         .and_then(|v| v.trim().parse::<u32>().ok())
         .unwrap_or(1)
         .max(1);
-    let loops = allowed.min(registration.descriptor().config.concurrency.max(1));
+    let loops = allowed;
+    let concurrency = registration.descriptor().config.concurrency.max(1);
+    if loops > concurrency {
+        tracing::warn!(
+            function = registration.descriptor().id,
+            max_concurrency = loops,
+            concurrency,
+            "AWS_LAMBDA_MAX_CONCURRENCY is over the function's concurrency: invocations past it \
+             wait here for a slot; set the capacity provider's per-environment maximum to the \
+             function's concurrency"
+        );
+    }
     tracing::info!(
         function = registration.descriptor().id,
         loops,
@@ -184,28 +199,42 @@ pub(crate) fn api_client() -> Result<reqwest::Client, String> {
 /// One invocation handed out by `/runtime/invocation/next`.
 pub(crate) struct NextInvocation {
     pub request_id: String,
+    /// The deadline ferry works to: Lambda's, less [`DEADLINE_MARGIN_MS`], so that a timeout is
+    /// ferry's (a `ferry.Timeout` posted by a runtime that lives on) rather than Lambda's.
     pub deadline_ms: Option<u64>,
     pub trace: Option<String>,
     pub arn: Option<String>,
     pub event: Bytes,
 }
 
+/// Time kept back from Lambda's deadline: enough to post the error over loopback. Never more
+/// than a tenth of the time an invocation has.
+pub(crate) const DEADLINE_MARGIN_MS: u64 = 100;
+
 /// Waits for the next invocation.
 pub(crate) async fn next_invocation(
     client: &reqwest::Client,
     base: &str,
 ) -> Result<NextInvocation, String> {
-    let next = client
-        .get(format!("{base}/runtime/invocation/next"))
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach the runtime api: {e}"))?;
-    if !next.status().is_success() {
-        return Err(format!(
-            "the runtime api answered /next with {}",
-            next.status()
-        ));
-    }
+    let next = loop {
+        let next = client
+            .get(format!("{base}/runtime/invocation/next"))
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach the runtime api: {e}"))?;
+        // An emulator may end a long poll that found no work (cargo lambda's `--timeout`):
+        // nothing was handed out, so poll again.
+        if next.status() == reqwest::StatusCode::REQUEST_TIMEOUT {
+            continue;
+        }
+        if !next.status().is_success() {
+            return Err(format!(
+                "the runtime api answered /next with {}",
+                next.status()
+            ));
+        }
+        break next;
+    };
     let header = |name: &str| {
         next.headers()
             .get(name)
@@ -216,7 +245,7 @@ pub(crate) async fn next_invocation(
         .ok_or("an invocation without Lambda-Runtime-Aws-Request-Id")?;
     let deadline_ms = header("lambda-runtime-deadline-ms")
         .and_then(|d| d.parse::<u64>().ok())
-        .map(absolute_deadline);
+        .map(|deadline| with_margin(absolute_deadline(deadline)));
     let trace = header("lambda-runtime-trace-id");
     let arn = header("lambda-runtime-invoked-function-arn");
     let event = next
@@ -287,11 +316,20 @@ fn absolute_deadline(value: u64) -> u64 {
     if value >= YEAR_2001_MS {
         return value;
     }
-    let now = SystemTime::now()
+    now_ms().saturating_add(value)
+}
+
+/// `deadline` less [`DEADLINE_MARGIN_MS`], or less a tenth of the time left if that is shorter.
+fn with_margin(deadline: u64) -> u64 {
+    let left = deadline.saturating_sub(now_ms());
+    deadline.saturating_sub(DEADLINE_MARGIN_MS.min(left / 10))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
-        .as_millis() as u64;
-    now.saturating_add(value)
+        .as_millis() as u64
 }
 
 fn error_type(error: &Error) -> &'static str {
@@ -308,13 +346,25 @@ fn error_type(error: &Error) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::absolute_deadline;
+    use super::{DEADLINE_MARGIN_MS, absolute_deadline, now_ms, with_margin};
 
     #[test]
     fn deadlines_as_epoch_or_as_time_left() {
         assert_eq!(absolute_deadline(1_900_000_000_000), 1_900_000_000_000);
         let relative = absolute_deadline(600_000);
         assert!(relative > 1_700_000_000_000, "{relative}");
+    }
+
+    #[test]
+    fn deadlines_keep_a_margin_to_post_the_timeout() {
+        let lambda = now_ms() + 30_000;
+        assert_eq!(with_margin(lambda), lambda - DEADLINE_MARGIN_MS);
+        // A short invocation keeps a tenth of its time, not the whole margin.
+        let short = now_ms() + 500;
+        let kept = short - with_margin(short);
+        assert!((45..=50).contains(&kept), "{kept}");
+        let past = now_ms().saturating_sub(10);
+        assert_eq!(with_margin(past), past);
     }
 
     /// Any event, flow route or not, splits into arguments and a route, or an error.
