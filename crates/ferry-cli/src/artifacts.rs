@@ -5,6 +5,8 @@
 //! manifest.json               the program's functions (`FERRY_ROLE=manifest`)
 //! lambda/<program>.zip        `bootstrap` (mode 755): one zip for every function
 //! openwhisk/<program>.zip     `exec` (mode 755): an ActionLoop native action
+//! openwhisk/<program>.oci.tar ferry's OpenWhisk runtime image (`FERRY_ROLE=openwhisk`) for
+//!                             `blackbox` actions with intra-container concurrency
 //! http/oci/                   OCI image layout: FROM scratch + the static binary
 //! http/<program>.oci.tar      the same layout as one `oci-archive` file
 //! http/knative/<function>.yaml  a Knative Service per function
@@ -91,6 +93,12 @@ impl Artifacts {
 
     pub fn openwhisk_zip(&self, program: &str) -> PathBuf {
         self.dir.join("openwhisk").join(format!("{program}.zip"))
+    }
+
+    pub fn openwhisk_image(&self, program: &str) -> PathBuf {
+        self.dir
+            .join("openwhisk")
+            .join(format!("{program}.oci.tar"))
     }
 
     pub fn oci_layout(&self) -> PathBuf {

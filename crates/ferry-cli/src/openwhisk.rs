@@ -6,12 +6,22 @@
 //!
 //! - name `<app>-<function>-<config hash>` ([`crate::naming`]), in the namespace of the
 //!   credentials (`__OW_NAMESPACE` / wskprops `NAMESPACE`, default `_`);
-//! - code: the program's ActionLoop zip (`exec` at the top level) on the native runtime image
-//!   (`kind: blackbox`, `image: openwhisk/dockerskeleton`, as `wsk action create --native`);
+//! - code, one of two ([`ActionCode`]):
+//!   - with `--registry`, ferry's OpenWhisk runtime image (`ferry build --platform openwhisk`,
+//!     `FERRY_ROLE=openwhisk`), pushed to the registry as `<registry>/<app>-openwhisk:<digest>`
+//!     with skopeo: `kind: blackbox`, `image` that reference, as `wsk action create --docker`.
+//!     It serves up to the function's `concurrency` activations per container;
+//!   - otherwise the program's ActionLoop zip (`exec` at the top level) on the native runtime
+//!     image (`kind: blackbox`, `image: openwhisk/dockerskeleton`, as `wsk action create
+//!     --native`), whose Go proxy runs one activation at a time and mixes up the answers of
+//!     concurrent ones;
 //! - `main` and the init parameter `FERRY_FUNCTION` = the function's name (its id when the name
 //!   is not unique): the executable picks its function from them;
-//! - limits: `memory` = `memory_mb`, `timeout` = the timeout in ms, `concurrency` = the function's
-//!   concurrency (intra-container concurrency);
+//! - limits: `memory` = `memory_mb`, `timeout` = the timeout in ms, `concurrency` = the
+//!   function's concurrency on ferry's image, 1 on the native one. A controller allows
+//!   concurrency 1 unless its operator raised `concurrency-limit.max`; its memory and time
+//!   limits (`GET /api/v1`) are checked before anything is deployed, and a refusal names the
+//!   limit to change;
 //! - `--env KEY=VALUE` variables as init parameters;
 //! - annotations `ferry:app`, `ferry:function` (the id), `ferry:config-hash` and
 //!   `ferry:code-sha256`, by which deploys skip unchanged code and `ferry ls` recognises actions
@@ -74,12 +84,51 @@ pub struct DesiredAction {
     pub web: bool,
 }
 
-/// The program's ActionLoop zip.
+/// Where the actions' code comes from (`ferry deploy --registry`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct OpenWhiskArgs {
+    /// Deploy ferry's OpenWhisk runtime image (`ferry build --platform openwhisk`, static) rather
+    /// than the ActionLoop zip: push it to this registry (`HOST[:PORT][/PATH]`, where
+    /// OpenWhisk's invokers pull from) and deploy every function as a `blackbox` action of that
+    /// image, serving up to its `concurrency` activations per container (OpenWhisk only; pushes
+    /// with skopeo, which reads its usual credentials).
+    #[arg(long, value_name = "REGISTRY")]
+    pub registry: Option<String>,
+    /// Push over plain HTTP, without TLS (loopback registries always are).
+    #[arg(long, requires = "registry")]
+    pub insecure_registry: bool,
+}
+
+/// The actions' code.
 #[derive(Debug, Clone)]
-pub struct ActionCode {
-    pub base64: String,
-    /// Hex SHA-256 of the zip.
-    pub sha256: String,
+pub enum ActionCode {
+    /// The ActionLoop zip, on the native runtime image: one activation per container.
+    Zip {
+        base64: String,
+        /// Hex SHA-256 of the zip.
+        sha256: String,
+    },
+    /// ferry's runtime image in a registry.
+    Image {
+        /// Where OpenWhisk pulls it from.
+        reference: String,
+        /// Hex SHA-256 of the image's `oci-archive` (reproducible: one build, one digest).
+        sha256: String,
+    },
+}
+
+impl ActionCode {
+    /// Hex SHA-256 of what is deployed (the `ferry:code-sha256` annotation).
+    pub fn sha256(&self) -> &str {
+        match self {
+            Self::Zip { sha256, .. } | Self::Image { sha256, .. } => sha256,
+        }
+    }
+}
+
+/// Whether the actions are ferry's image, which serves concurrent activations.
+pub fn serves_concurrently(args: &OpenWhiskArgs) -> bool {
+    args.registry.is_some()
 }
 
 /// A program on OpenWhisk: the client and every action's desired state.
@@ -109,10 +158,13 @@ impl ActionDifference {
 
 impl ActionDeployment {
     /// Reads the built program in `artifacts` and computes every action's desired state.
+    /// `concurrent`: the actions are ferry's image ([`serves_concurrently`]), so their
+    /// concurrency is the function's rather than 1.
     pub fn new(
         artifacts: &Artifacts,
         app: Option<&str>,
         env: &[(String, String)],
+        concurrent: bool,
     ) -> anyhow::Result<(Self, BuildInfo, Manifest)> {
         let info = artifacts.build_info()?;
         let manifest = artifacts.manifest()?;
@@ -129,7 +181,7 @@ impl ActionDeployment {
                 limits: json!({
                     "memory": function.config.memory_mb,
                     "timeout": function.config.timeout.as_millis() as u64,
-                    "concurrency": function.config.concurrency,
+                    "concurrency": if concurrent { function.config.concurrency } else { 1 },
                 }),
                 id: function.id.clone(),
                 handler,
@@ -195,7 +247,7 @@ impl ActionDeployment {
         }
         annotations.extend([
             json!({ "key": "ferry:config-hash", "value": action.config_hash }),
-            json!({ "key": "ferry:code-sha256", "value": code.sha256 }),
+            json!({ "key": "ferry:code-sha256", "value": code.sha256() }),
         ]);
         if action.web {
             annotations.push(
@@ -211,14 +263,23 @@ impl ActionDeployment {
                 json!({ "key": "description", "value": format!("ferry function {}", action.id) }),
             );
         }
-        json!({
-            "exec": {
+        let exec = match code {
+            ActionCode::Zip { base64, .. } => json!({
                 "kind": "blackbox",
                 "image": NATIVE_IMAGE,
                 "binary": true,
-                "code": code.base64,
+                "code": base64,
                 "main": action.handler,
-            },
+            }),
+            ActionCode::Image { reference, .. } => json!({
+                "kind": "blackbox",
+                "image": reference,
+                "binary": false,
+                "main": action.handler,
+            }),
+        };
+        json!({
+            "exec": exec,
             "limits": action.limits,
             "parameters": parameters,
             "annotations": annotations,
@@ -280,9 +341,8 @@ impl ActionDeployment {
         {
             config.push("annotations");
         }
-        let code = code.is_some_and(|code| {
-            annotation(deployed, "ferry:code-sha256") != Some(code.sha256.as_str())
-        });
+        let code = code
+            .is_some_and(|code| annotation(deployed, "ferry:code-sha256") != Some(code.sha256()));
         ActionDifference { code, config }
     }
 
@@ -333,14 +393,132 @@ pub fn read_code(path: &Path) -> anyhow::Result<ActionCode> {
             path.display()
         )
     })?;
-    let sha256 = Sha256::digest(&zip)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok(ActionCode {
+    Ok(ActionCode::Zip {
         base64: base64_simd::STANDARD.encode_to_string(&zip),
+        sha256: sha256_hex(&zip),
+    })
+}
+
+/// The program's OpenWhisk image, as it will be known in `registry`.
+pub fn read_image(path: &Path, registry: &str, app: &str) -> anyhow::Result<ActionCode> {
+    let archive = std::fs::read(path).with_context(|| {
+        format!(
+            "cannot read `{}`: run `ferry build --platform openwhisk` first, statically linked \
+             (the image is FROM scratch)",
+            path.display()
+        )
+    })?;
+    let sha256 = sha256_hex(&archive);
+    let repository = format!("{app}-openwhisk").to_ascii_lowercase();
+    Ok(ActionCode::Image {
+        reference: format!(
+            "{}/{repository}:{}",
+            registry.trim_end_matches('/'),
+            &sha256[..16]
+        ),
         sha256,
     })
+}
+
+/// Pushes the image at `path` to `reference` with skopeo; plain HTTP when `insecure` or the
+/// registry is on loopback (as container engines treat loopback registries).
+pub fn push_image(path: &Path, reference: &str, insecure: bool) -> anyhow::Result<()> {
+    let host = reference.split('/').next().unwrap_or_default();
+    let loopback =
+        host.starts_with("localhost") || host.starts_with("127.") || host.starts_with("[::1]");
+    let mut skopeo = std::process::Command::new("skopeo");
+    skopeo.args(["copy", "--quiet", "--retry-times", "2"]);
+    if insecure || loopback {
+        skopeo.arg("--dest-tls-verify=false");
+    }
+    let output = skopeo
+        .arg(format!("oci-archive:{}", path.display()))
+        .arg(format!("docker://{reference}"))
+        .output()
+        .map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => anyhow::anyhow!(
+                "`--registry` pushes the image with skopeo, which is not installed \
+                 (`apt-get install skopeo`)"
+            ),
+            _ => anyhow::Error::new(error).context("cannot run skopeo"),
+        })?;
+    if !output.status.success() {
+        bail!(
+            "cannot push the image to `{reference}`: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The memory and time limits a controller allows (its `GET /api/v1`), in MiB and ms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerLimits {
+    pub memory_mb: std::ops::RangeInclusive<u64>,
+    pub duration_ms: std::ops::RangeInclusive<u64>,
+}
+
+impl ControllerLimits {
+    /// Of the controller's info document; `None` when it does not state them.
+    pub fn of_info(info: &Value) -> Option<Self> {
+        let limits = &info["limits"];
+        let number = |key: &str| limits[key].as_u64();
+        Some(Self {
+            memory_mb: (number("min_action_memory")? >> 20)..=(number("max_action_memory")? >> 20),
+            duration_ms: number("min_action_duration")?..=number("max_action_duration")?,
+        })
+    }
+
+    /// What of `action`'s limits the controller would refuse, each naming the limit.
+    pub fn refusals(&self, action: &DesiredAction) -> Vec<String> {
+        let mut refused = Vec::new();
+        let memory = action.limits["memory"].as_u64().unwrap_or_default();
+        if !self.memory_mb.contains(&memory) {
+            refused.push(format!(
+                "`{}` asks for {memory} MB of memory, and this openwhisk allows {}–{} MB \
+                 (`min_action_memory`/`max_action_memory`): change its `memory_mb`",
+                action.handler,
+                self.memory_mb.start(),
+                self.memory_mb.end()
+            ));
+        }
+        let timeout = action.limits["timeout"].as_u64().unwrap_or_default();
+        if !self.duration_ms.contains(&timeout) {
+            refused.push(format!(
+                "`{}` has a {timeout} ms timeout, and this openwhisk allows {}–{} ms \
+                 (`min_action_duration`/`max_action_duration`): change its `timeout`",
+                action.handler,
+                self.duration_ms.start(),
+                self.duration_ms.end()
+            ));
+        }
+        refused
+    }
+}
+
+/// A controller's refusal of an action's concurrency, explained; other errors as they are.
+pub fn explain_refusal(error: anyhow::Error) -> anyhow::Error {
+    let text = format!("{error:#}");
+    let Some(threshold) = text
+        .split("exceeds allowed threshold of ")
+        .nth(1)
+        .filter(|_| text.contains("concurrency "))
+        .and_then(|rest| rest.split_whitespace().next())
+    else {
+        return error;
+    };
+    error.context(format!(
+        "this openwhisk runs at most {threshold} activation(s) per container (its \
+         `concurrency-limit.max`, 1 by default): ask its operator to raise it, or lower the \
+         function's `concurrency`"
+    ))
 }
 
 /// The controller's REST API for actions.
@@ -363,6 +541,16 @@ impl Controller {
     /// The controller's base URL.
     pub fn api_host(&self) -> &str {
         &self.config.api_host
+    }
+
+    /// The memory and time limits the controller states (`GET /api/v1`), if it does.
+    pub async fn limits(&self) -> Option<ControllerLimits> {
+        let url = format!("{}/api/v1", self.config.api_host);
+        let response = self.http.get(&url).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        ControllerLimits::of_info(&response.json::<Value>().await.ok()?)
     }
 
     fn url(&self, path: &str) -> String {
@@ -455,4 +643,54 @@ async fn read<T: serde::de::DeserializeOwned>(
         bail!("the openwhisk controller answered {status}: {message}");
     }
     serde_json::from_slice(&body).with_context(|| format!("{url} answered unreadable json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(memory: u64, timeout: u64) -> DesiredAction {
+        DesiredAction {
+            handler: "f".to_owned(),
+            id: "app::f".to_owned(),
+            name: "app-f-0".to_owned(),
+            config_hash: "0".to_owned(),
+            limits: json!({"memory": memory, "timeout": timeout, "concurrency": 1}),
+            parameters: BTreeMap::new(),
+            web: false,
+        }
+    }
+
+    #[test]
+    fn the_controllers_limits_are_read_from_its_info_and_checked() {
+        // As Apache OpenWhisk's controller states its shipped defaults.
+        let info = json!({"limits": {
+            "min_action_memory": 128u64 << 20, "max_action_memory": 512u64 << 20,
+            "min_action_duration": 100, "max_action_duration": 300_000,
+        }});
+        let limits = ControllerLimits::of_info(&info).unwrap();
+        assert_eq!(limits.memory_mb, 128..=512);
+        assert!(limits.refusals(&action(256, 60_000)).is_empty());
+        let refused = limits.refusals(&action(1024, 600_000));
+        assert_eq!(refused.len(), 2, "{refused:?}");
+        assert!(refused[0].contains("max_action_memory"), "{refused:?}");
+        assert!(refused[1].contains("600000 ms timeout"), "{refused:?}");
+        assert_eq!(ControllerLimits::of_info(&json!({"limits": {}})), None);
+    }
+
+    #[test]
+    fn a_refused_concurrency_names_the_limit_to_raise() {
+        let refused = anyhow::anyhow!(
+            "the openwhisk controller answered 400 Bad Request: concurrency 8 exceeds allowed threshold of 1"
+        );
+        let explained = format!("{:#}", explain_refusal(refused));
+        assert!(
+            explained.contains("at most 1 activation(s) per container")
+                && explained.contains("concurrency-limit.max")
+                && explained.contains("concurrency 8 exceeds"),
+            "{explained}"
+        );
+        let other = format!("{:#}", explain_refusal(anyhow::anyhow!("401 Unauthorized")));
+        assert_eq!(other, "401 Unauthorized");
+    }
 }

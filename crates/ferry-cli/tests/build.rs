@@ -80,6 +80,37 @@ fn openwhisk_zip_holds_exec_at_the_top_level() {
 }
 
 #[test]
+fn the_openwhisk_image_serves_the_openwhisk_role() {
+    let dir = fixture(ALL);
+    let reference = format!(
+        "oci-archive:{}",
+        dir.join(format!("openwhisk/{PROGRAM}.oci.tar")).display()
+    );
+    let image = skopeo(&["inspect", &reference]);
+    assert!(
+        image["Env"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("FERRY_ROLE=openwhisk")),
+        "{image}"
+    );
+    let config = skopeo(&["inspect", "--config", &reference]);
+    assert_eq!(
+        config["config"]["Entrypoint"],
+        serde_json::json!([format!("/app/{PROGRAM}")])
+    );
+    // The same binary as the HTTP image: only the role differs.
+    let http = skopeo(&[
+        "inspect",
+        &format!(
+            "oci-archive:{}",
+            dir.join(format!("http/{PROGRAM}.oci.tar")).display()
+        ),
+    ]);
+    assert_eq!(image["Layers"], http["Layers"]);
+}
+
+#[test]
 fn the_manifest_lists_every_function() {
     let manifest = manifest(fixture(ALL));
     let functions = manifest["functions"].as_array().unwrap();

@@ -95,7 +95,14 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
     assert!(listed.iter().all(|row| row[2] == "missing"), "{listing}");
 
     let deploy = ["deploy", "--platform", "openwhisk", "--dir", dir_arg];
-    let created = ok(&ferry_on(&controller, &deploy, &[]).await, "first deploy");
+    let output = ferry_on(&controller, &deploy, &[]).await;
+    let created = ok(&output, "first deploy");
+    // The native ActionLoop runtime serves one activation at a time, whatever the function says.
+    assert!(
+        common::stderr(&output).contains("deployed with concurrency 1"),
+        "{}",
+        common::stderr(&output)
+    );
     assert!(
         created.contains(&format!("{functions} created, 0 updated, 0 unchanged")),
         "{created}"
@@ -109,7 +116,7 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
     let action = controller.action(&add_action).expect("stored");
     assert_eq!(action["exec"]["main"], "add");
     assert_eq!(action["exec"]["kind"], "blackbox");
-    assert_eq!(action["limits"]["concurrency"], 64);
+    assert_eq!(action["limits"]["concurrency"], 1);
     assert_eq!(action["limits"]["timeout"], 60_000);
     assert_eq!(action["limits"]["memory"], 256);
     assert!(

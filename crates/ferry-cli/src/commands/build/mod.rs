@@ -13,6 +13,7 @@ mod binary;
 pub(crate) mod cargo;
 mod http;
 mod lambda;
+pub(crate) mod oci;
 mod openwhisk;
 mod zip;
 

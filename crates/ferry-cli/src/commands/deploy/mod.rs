@@ -20,6 +20,8 @@ pub struct Args {
     pub program: ProgramArgs,
     #[command(flatten, next_help_heading = "Deployment")]
     pub lambda: crate::lambda::LambdaArgs,
+    #[command(flatten, next_help_heading = "Deployment")]
+    pub openwhisk: crate::openwhisk::OpenWhiskArgs,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {

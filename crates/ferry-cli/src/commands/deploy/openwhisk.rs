@@ -1,7 +1,9 @@
 //! `ferry deploy --platform openwhisk`: every function of the manifest becomes an OpenWhisk
-//! action (see [`crate::openwhisk`] for names and settings). A missing action is created; one
-//! whose code (the `ferry:code-sha256` annotation against the zip's) or settings differ is
-//! replaced; the others are left alone. Four actions are deployed at a time.
+//! action (see [`crate::openwhisk`] for names, settings and the two kinds of code). The
+//! controller's limits are checked first; with `--registry` the runtime image is pushed. A
+//! missing action is created; one whose code (the `ferry:code-sha256` annotation against the
+//! zip's or image's) or settings differ is replaced; the others are left alone. Four actions are
+//! deployed at a time.
 //!
 //! A web program's web app is one more action, a web action deployed after the others; its URL
 //! is printed.
@@ -16,7 +18,10 @@ use serde_json::Value;
 use super::Args;
 use crate::artifacts::Artifacts;
 use crate::lambda::WEB_ROW;
-use crate::openwhisk::{ActionCode, ActionDeployment, DesiredAction, read_code};
+use crate::openwhisk::{
+    ActionCode, ActionDeployment, DesiredAction, explain_refusal, push_image, read_code,
+    read_image, serves_concurrently,
+};
 use crate::table;
 
 /// Actions deployed at once.
@@ -24,16 +29,77 @@ const PARALLEL: usize = 4;
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let artifacts = Artifacts::new(args.program.artifacts_dir()?);
-    let (deployment, info, _manifest) =
-        ActionDeployment::new(&artifacts, args.lambda.app.as_deref(), &args.lambda.env)?;
-    let code = read_code(&artifacts.openwhisk_zip(&info.program))?;
+    let (deployment, info, manifest) = ActionDeployment::new(
+        &artifacts,
+        args.lambda.app.as_deref(),
+        &args.lambda.env,
+        serves_concurrently(&args.openwhisk),
+    )?;
     let runtime = crate::commands::runtime()?;
-    runtime.block_on(deploy(&deployment, &code))
+    // A wrong host, bad credentials or limits the controller refuses stop the command before
+    // anything is pushed or deployed.
+    let deployed = runtime.block_on(preflight(&deployment))?;
+    let code = match &args.openwhisk.registry {
+        Some(registry) => {
+            let path = artifacts.openwhisk_image(&info.program);
+            let code = read_image(&path, registry, &deployment.app)?;
+            if let ActionCode::Image { reference, .. } = &code {
+                let bar = crate::commands::build::cargo::spinner(format!("pushing {reference}"));
+                let pushed = push_image(&path, reference, args.openwhisk.insecure_registry);
+                bar.finish_and_clear();
+                pushed?;
+                println!("pushed {reference}");
+            }
+            code
+        }
+        None => {
+            let concurrent: Vec<&str> = manifest
+                .functions
+                .iter()
+                .filter(|f| f.config.concurrency > 1)
+                .map(|f| f.name.as_str())
+                .collect();
+            if !concurrent.is_empty() {
+                eprintln!(
+                    "note: {} allow(s) concurrent invocations, which OpenWhisk's native \
+                     ActionLoop runtime cannot serve: deployed with concurrency 1; deploy \
+                     ferry's runtime image with `--registry` to keep it",
+                    concurrent.join(", ")
+                );
+            }
+            read_code(&artifacts.openwhisk_zip(&info.program))?
+        }
+    };
+    runtime.block_on(deploy(&deployment, &code, &deployed))
 }
 
-async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Result<()> {
-    // The first call: a wrong host or bad credentials stop the command with one message.
+/// The deployed actions, once the controller is reachable and allows every action's limits.
+async fn preflight(deployment: &ActionDeployment) -> anyhow::Result<Vec<Value>> {
     let deployed = deployment.client.list().await?;
+    if let Some(limits) = deployment.client.limits().await {
+        let refused: Vec<String> = deployment
+            .actions
+            .iter()
+            .chain(&deployment.web)
+            .flat_map(|action| limits.refusals(action))
+            .collect();
+        if !refused.is_empty() {
+            bail!(
+                "openwhisk {} would refuse {} limit(s):\n  {}",
+                deployment.client.api_host(),
+                refused.len(),
+                refused.join("\n  ")
+            );
+        }
+    }
+    Ok(deployed)
+}
+
+async fn deploy(
+    deployment: &ActionDeployment,
+    code: &ActionCode,
+    deployed: &[Value],
+) -> anyhow::Result<()> {
     let total = deployment.actions.len() + usize::from(deployment.web.is_some());
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
@@ -127,7 +193,7 @@ async fn deploy(deployment: &ActionDeployment, code: &ActionCode) -> anyhow::Res
             failures.join("\n  ")
         );
     }
-    let extras = deployment.extras(&deployed);
+    let extras = deployment.extras(deployed);
     crate::commands::note_extras("action", "openwhisk", &deployment.app, &extras);
     Ok(())
 }
@@ -141,14 +207,20 @@ async fn deploy_one(
     let client = &deployment.client;
     let document = deployment.document(action, code);
     let Some(deployed) = client.get(&action.name).await? else {
-        let stored = client.put(&action.name, &document, false).await?;
+        let stored = client
+            .put(&action.name, &document, false)
+            .await
+            .map_err(explain_refusal)?;
         return Ok(("created".to_owned(), stored));
     };
     let difference = deployment.difference(action, Some(code), &deployed);
     if difference.is_empty() {
         return Ok(("unchanged".to_owned(), deployed));
     }
-    let stored = client.put(&action.name, &document, true).await?;
+    let stored = client
+        .put(&action.name, &document, true)
+        .await
+        .map_err(explain_refusal)?;
     Ok((
         super::describe_update(difference.code, &difference.config),
         stored,

@@ -2,7 +2,8 @@
 //! `deployed`, `missing`, `outdated code`, `outdated config (limits, …)`, and `extra` for
 //! actions of the app (annotation `ferry:app`) that the program no longer has.
 //!
-//! The code is compared when the OpenWhisk zip has been built. A web program's web app is one
+//! The code is compared when the OpenWhisk zip (or with `--registry`, the image) has been
+//! built. A web program's web app is one
 //! more row, `(web)`, and a line with its web action's URL.
 
 use futures::StreamExt as _;
@@ -10,15 +11,25 @@ use futures::StreamExt as _;
 use super::Args;
 use crate::artifacts::Artifacts;
 use crate::lambda::WEB_ROW;
-use crate::openwhisk::{ActionDeployment, read_code};
+use crate::openwhisk::{ActionDeployment, read_code, read_image, serves_concurrently};
 use crate::table;
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let artifacts = Artifacts::new(args.program.artifacts_dir()?);
-    let (deployment, info, _manifest) =
-        ActionDeployment::new(&artifacts, args.lambda.app.as_deref(), &args.lambda.env)?;
-    let zip = artifacts.openwhisk_zip(&info.program);
-    let code = crate::commands::code_if_built(&zip, read_code)?;
+    let (deployment, info, _manifest) = ActionDeployment::new(
+        &artifacts,
+        args.lambda.app.as_deref(),
+        &args.lambda.env,
+        serves_concurrently(&args.openwhisk),
+    )?;
+    let code = match &args.openwhisk.registry {
+        Some(registry) => {
+            crate::commands::code_if_built(&artifacts.openwhisk_image(&info.program), |image| {
+                read_image(image, registry, &deployment.app)
+            })?
+        }
+        None => crate::commands::code_if_built(&artifacts.openwhisk_zip(&info.program), read_code)?,
+    };
     let runtime = crate::commands::runtime()?;
     runtime.block_on(async {
         let deployed = deployment.client.list().await?;

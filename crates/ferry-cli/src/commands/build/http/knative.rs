@@ -10,7 +10,7 @@
 use ferry_core::manifest::{Manifest, ManifestFunction};
 use serde_json::json;
 
-use super::oci;
+use crate::commands::build::oci;
 use crate::naming;
 
 /// The Service for `function`: its name and its YAML.

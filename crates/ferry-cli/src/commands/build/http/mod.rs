@@ -2,13 +2,12 @@
 //! Knative Service per function.
 
 mod knative;
-pub mod oci;
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 
-use super::Built;
+use super::{Built, oci};
 use crate::artifacts::Linkage;
 
 pub fn package(built: &Built<'_>) -> anyhow::Result<Vec<PathBuf>> {
@@ -19,7 +18,7 @@ pub fn package(built: &Built<'_>) -> anyhow::Result<Vec<PathBuf>> {
         );
     }
     let program = &built.program.bin;
-    let image = oci::image(program, &built.program.version, built.binary)?;
+    let image = oci::image(program, &built.program.version, built.binary, "http")?;
     let layout = built.artifacts.oci_layout();
     image.write_layout(&layout)?;
     let archive = built.artifacts.oci_archive(program);

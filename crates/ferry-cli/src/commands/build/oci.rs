@@ -10,8 +10,9 @@
 //! tmp/            1777  scratch has no /tmp, and programs expect one
 //! ```
 //!
-//! The configuration: entrypoint `/app/<program>`, `FERRY_ROLE=http`, port 8080/tcp, user
-//! 65532 (an unprivileged id, as distroless's `nonroot`).
+//! The configuration: entrypoint `/app/<program>`, `FERRY_ROLE` = the role the image serves
+//! (`http` for Knative and the like, `openwhisk` for OpenWhisk's `blackbox` actions), port
+//! 8080/tcp, user 65532 (an unprivileged id, as distroless's `nonroot`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -42,8 +43,9 @@ pub struct Image {
     layout: Vec<u8>,
 }
 
-/// Builds the image for `binary` (which must be static: scratch has no C library).
-pub fn image(program: &str, version: &str, binary: &Binary) -> anyhow::Result<Image> {
+/// Builds the image for `binary` (which must be static: scratch has no C library), serving as
+/// `role` (`FERRY_ROLE`).
+pub fn image(program: &str, version: &str, binary: &Binary, role: &str) -> anyhow::Result<Image> {
     let entrypoint = format!("/app/{program}");
     let (layer, diff_id) = layer(program, &binary.bytes)?;
     let layer_digest = sha256_hex(&layer);
@@ -59,7 +61,7 @@ pub fn image(program: &str, version: &str, binary: &Binary) -> anyhow::Result<Im
             ConfigBuilder::default()
                 .entrypoint(vec![entrypoint])
                 .env(vec![
-                    format!("{}=http", ferry::ROLE_VAR),
+                    format!("{}={role}", ferry::ROLE_VAR),
                     "PATH=/app".to_owned(),
                 ])
                 .exposed_ports(vec![format!("{PORT}/tcp")])
