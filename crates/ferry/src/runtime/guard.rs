@@ -6,6 +6,7 @@
 //!   runs between requests);
 //! - at most `max_connections` connections are held: more wait in the kernel's listen queue, so
 //!   silent clients cannot take every file descriptor;
+//! - a request head may take at most 64 KiB (431 beyond);
 //! - a request body must arrive within the body timeout (else 408), may not announce more than
 //!   the body limit (413 at once, nothing read), and bodies held at once are bounded in bytes:
 //!   a request waits for room before its body is read (503 if none frees within the body timeout);
@@ -42,6 +43,12 @@ pub(crate) struct Limits {
     pub(crate) max_bytes_in_flight: usize,
     pub(crate) drain: Duration,
 }
+
+/// The most an HTTP/1 connection buffers as it reads, and so the most its request head may take
+/// (431 beyond). hyper's default, about 400 KiB, is what a connection reading a large body grows
+/// its buffer to: 1,024 connections could hold 400 MiB, and in glibc's heap such buffers fragment
+/// it so that a flood of 1 MiB uploads left the resident set growing past what was held.
+const READ_BUFFER: usize = 64 << 10;
 
 /// Connections kept for everything else the process opens (files, outgoing calls, workers).
 const SPARE_FILES: usize = 64;
@@ -97,7 +104,8 @@ pub(crate) async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(READ_BUFFER);
     builder
         .http2()
         .timer(TokioTimer::new())
