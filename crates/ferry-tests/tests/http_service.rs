@@ -587,6 +587,32 @@ mod limits {
         assert!(said.contains("payload_too_large"), "{said}");
     }
 
+    /// A request head may take 64 KiB: a longer one gets 431 and the connection closes; the
+    /// service goes on.
+    #[tokio::test]
+    async fn a_request_head_over_64_kib_gets_431() {
+        let service = Service::start(&[]);
+        let head = |padding: usize| {
+            format!(
+                "POST /functions/add HTTP/1.1\r\nhost: x\r\nx-padding: {}\r\ncontent-length: 16\r\n\r\n{{\"a\": 1, \"b\": 2}}",
+                "p".repeat(padding)
+            )
+        };
+        let mut stream = send(&service, &head(70_000)).await;
+        let said = said_before_closing(&mut stream, "the connection was kept open").await;
+        assert!(said.starts_with("HTTP/1.1 431"), "{said}");
+
+        let mut stream = send(&service, &head(60_000)).await;
+        let mut answer = vec![0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
+            .await
+            .expect("no answer")
+            .unwrap();
+        let said = String::from_utf8_lossy(&answer[..n]);
+        assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+        assert!(said.ends_with('3'), "{said}");
+    }
+
     /// A body that stops arriving gets 408 after the body timeout, and the connection closes.
     #[tokio::test]
     async fn a_stalled_body_gets_408() {
