@@ -518,7 +518,7 @@ pub const SHARED_CACHE_MB: Setting = user(
     "FERRY_SHARED_CACHE_MB",
     Takes::Count,
     "64",
-    "MiB of decoded shared values a process keeps",
+    "MiB of shared values a process caches, counted by their encoded blobs",
 );
 /// The Redis of `ferry::state`.
 pub const REDIS_URL: Setting = user(

@@ -54,6 +54,7 @@ mod execute;
 pub mod flow;
 mod function;
 pub mod graph;
+mod mapped;
 mod metrics;
 mod platform;
 mod progress;

@@ -91,7 +91,7 @@ impl Registry {
             .map_err(Clone::clone)
     }
 
-    fn build(entries: impl Iterator<Item = &'static Registration>) -> Result<Self> {
+    pub(crate) fn build(entries: impl Iterator<Item = &'static Registration>) -> Result<Self> {
         let mut ordered: Vec<&'static Registration> = entries.collect();
         ordered.sort_by_key(|r| r.descriptor.id);
         let mut by_id = HashMap::with_capacity(ordered.len());

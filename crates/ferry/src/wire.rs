@@ -75,11 +75,27 @@ const MAX_ROUTE_ID: usize = 512;
 /// Where a chained flow stands: carried by each stage's invocation, point to point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FlowRoute {
-    /// Position of this invocation's function in the flow (0 for the first stage).
+    /// Position of this invocation's function in the flow (0 for the first stage); decoding
+    /// refuses one past [`MAX_FLOW_STAGES`], which no flow reaches.
+    #[serde(deserialize_with = "bounded_stage")]
     pub stage: u32,
     /// The stages after this one, in order; decoding refuses more than [`MAX_FLOW_STAGES`].
     #[serde(deserialize_with = "bounded_steps")]
     pub next: Vec<RouteStep>,
+}
+
+/// Decodes a route's stage number, refusing one past the longest flow: the next stage's number
+/// is one more, and `u32::MAX` once overflowed there.
+fn bounded_stage<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<u32, D::Error> {
+    let stage = u32::deserialize(deserializer)?;
+    if stage as usize > MAX_FLOW_STAGES {
+        return Err(serde::de::Error::custom(format!(
+            "a flow has at most {MAX_FLOW_STAGES} stages: there is no stage {stage}"
+        )));
+    }
+    Ok(stage)
 }
 
 /// Decodes a route's steps, refusing more than [`MAX_FLOW_STAGES`] before reading them all.
@@ -185,6 +201,12 @@ mod tests {
             let error = codec.decode::<FlowRoute>(&long).unwrap_err().to_string();
             assert!(error.contains("at most 64 stages"), "{error}");
         }
+        let far = r#"{"stage":4294967295,"next":[{"function":"app::g"}]}"#;
+        let error = Codec::Json
+            .decode::<FlowRoute>(far.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("there is no stage 4294967295"), "{error}");
         let long_id = format!(
             r#"{{"stage":0,"next":[{{"function":"{}"}}]}}"#,
             "f".repeat(600)

@@ -6,9 +6,12 @@
 //!   runs between requests);
 //! - at most `max_connections` connections are held: more wait in the kernel's listen queue, so
 //!   silent clients cannot take every file descriptor;
+//! - a request head may take at most 64 KiB (431 beyond);
 //! - a request body must arrive within the body timeout (else 408), may not announce more than
 //!   the body limit (413 at once, nothing read), and bodies held at once are bounded in bytes:
 //!   a request waits for room before its body is read (503 if none frees within the body timeout);
+//!   a body is held once, in one buffer, whose memory returns to the system when the request
+//!   ends;
 //! - on shutdown the server stops accepting and lets in-flight requests finish for at most the
 //!   drain budget.
 
@@ -21,6 +24,8 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
+use bytes::Bytes;
+use futures::StreamExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
@@ -38,6 +43,12 @@ pub(crate) struct Limits {
     pub(crate) max_bytes_in_flight: usize,
     pub(crate) drain: Duration,
 }
+
+/// The most an HTTP/1 connection buffers as it reads, and so the most its request head may take
+/// (431 beyond). hyper's default, about 400 KiB, is what a connection reading a large body grows
+/// its buffer to: 1,024 connections could hold 400 MiB, and in glibc's heap such buffers fragment
+/// it so that a flood of 1 MiB uploads left the resident set growing past what was held.
+const READ_BUFFER: usize = 64 << 10;
 
 /// Connections kept for everything else the process opens (files, outgoing calls, workers).
 const SPARE_FILES: usize = 64;
@@ -93,7 +104,8 @@ pub(crate) async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(READ_BUFFER);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -155,6 +167,39 @@ pub(crate) async fn serve(
         );
     }
     Ok(())
+}
+
+/// Why a body was not read.
+enum Unread {
+    TooLarge,
+    Broken(axum::Error),
+}
+
+/// Reads a body of at most `limit` bytes. One of a known length goes straight into one buffer of
+/// that size, a mapping of its own when large ([`crate::mapped`]), and each chunk is dropped as
+/// it is copied: a body is held once, as the bytes in flight count it, and its memory returns to
+/// the system when the request ends. (Gathering the chunks, then copying them into one buffer,
+/// held it twice, and left the allocator's heap to keep it.)
+async fn read(body: Body, known: Option<u64>, limit: usize) -> Result<Bytes, Unread> {
+    let mut buffer = match known {
+        Some(length) if length > limit as u64 => return Err(Unread::TooLarge),
+        Some(length) => crate::mapped::Buffer::with_capacity(length as usize),
+        None => crate::mapped::Buffer::growing(limit),
+    };
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(Unread::Broken)?;
+        if !buffer.extend(&chunk) {
+            // More than announced is a broken request; more than the limit, too large.
+            return Err(match known {
+                Some(_) if buffer.len() + chunk.len() <= limit => {
+                    Unread::Broken(axum::Error::new("more body than its announced length"))
+                }
+                _ => Unread::TooLarge,
+            });
+        }
+    }
+    Ok(buffer.freeze())
 }
 
 /// How a platform answers a refused request, in its own error shape.
@@ -230,20 +275,23 @@ impl Bodies {
             );
         };
         let (parts, body) = request.into_parts();
-        let body = match tokio::time::timeout(
-            self.timeout,
-            axum::body::to_bytes(body, self.max_body),
-        )
-        .await
+        let known = hint.exact().or(announced);
+        let body = match tokio::time::timeout(self.timeout, read(body, known, self.max_body)).await
         {
             Ok(Ok(body)) => body,
-            Ok(Err(_)) => {
+            Ok(Err(Unread::TooLarge)) => {
                 return self.refuse(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     Error::new(ErrorKind::PayloadTooLarge {
                         size: self.max_body as u64 + 1,
                         limit: self.max_body as u64,
                     }),
+                );
+            }
+            Ok(Err(Unread::Broken(error))) => {
+                return self.refuse(
+                    StatusCode::BAD_REQUEST,
+                    Error::bad_input(".", format!("the request body broke off: {error}")),
                 );
             }
             Err(_) => {

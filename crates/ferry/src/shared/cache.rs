@@ -93,7 +93,10 @@ impl Cache {
         }
         state.clock += 1;
         let entry = Arc::new(Entry {
-            body: blob.slice(1..),
+            // Its own copy, in memory of its own when large: a blob may be kept long after the
+            // buffer it came in (a request body, a frame) is gone, and its eviction should give
+            // its memory back rather than leave a hole in the allocator's heap.
+            body: crate::mapped::copy(&blob[1..]),
             last_used: AtomicU64::new(state.clock),
             decoded: Mutex::new(HashMap::new()),
         });
