@@ -751,3 +751,229 @@ fn invoke_tells_the_platforms_failures_from_the_functions() {
         "{wrong_app}"
     );
 }
+
+/// The text of the first `<tag>…</tag>` of moto's XML answer.
+fn xml(text: &str, tag: &str) -> String {
+    let open = format!("<{tag}>");
+    let start = text
+        .find(&open)
+        .unwrap_or_else(|| panic!("no <{tag}> in {text}"))
+        + open.len();
+    let end = start + text[start..].find(&format!("</{tag}>")).unwrap();
+    text[start..end].to_owned()
+}
+
+/// Percent-encodes a form value.
+fn form(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// An IAM or STS query call, signed with `credentials` (moto's `test` keys when `None`).
+fn query(
+    moto: &Moto,
+    credentials: Option<&ferry::aws::Credentials>,
+    service: &str,
+    body: &str,
+) -> String {
+    let test = ferry::aws::Credentials::new("test", "test", None);
+    let (status, text) = moto.signed_as(
+        credentials.unwrap_or(&test),
+        "us-east-1",
+        service,
+        "POST",
+        "/",
+        body.as_bytes(),
+        "application/x-www-form-urlencoded",
+    );
+    assert_eq!(status, 200, "{body}: {text}");
+    text
+}
+
+/// A policy document allowing `action` on everything.
+fn allow(action: &str) -> String {
+    format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Action":"{action}","Resource":"*"}}]}}"#
+    )
+}
+
+/// Credentials from the AWS SDK's chain: a profile that assumes a role (`role_arn` +
+/// `source_profile`, through moto's STS); and `credential_process` profiles, whose temporary credentials
+/// are fetched again before they expire.
+#[test]
+fn deploy_with_an_assumed_role_or_a_credential_process() {
+    let moto = Moto::start();
+    moto.create_role("ferry-test");
+    let iam = |body: &str| query(&moto, None, "iam", &format!("Version=2010-05-08&{body}"));
+    iam("Action=CreateUser&UserName=deployer");
+    let key = iam("Action=CreateAccessKey&UserName=deployer");
+    let source =
+        ferry::aws::Credentials::new(xml(&key, "AccessKeyId"), xml(&key, "SecretAccessKey"), None);
+    iam(&format!(
+        "Action=PutUserPolicy&UserName=deployer&PolicyName=assume&PolicyDocument={}",
+        form(&allow("sts:AssumeRole"))
+    ));
+    let trust = format!(
+        r#"{{"Version":"2012-10-17","Statement":[{{"Effect":"Allow","Principal":{{"AWS":"arn:aws:iam::{}:user/deployer"}},"Action":"sts:AssumeRole"}}]}}"#,
+        moto::ACCOUNT
+    );
+    iam(&format!(
+        "Action=CreateRole&RoleName=deployer-role&AssumeRolePolicyDocument={}",
+        form(&trust)
+    ));
+    iam(&format!(
+        "Action=PutRolePolicy&RoleName=deployer-role&PolicyName=all&PolicyDocument={}",
+        form(&allow("*"))
+    ));
+
+    // Temporary credentials of the role, for the `credential_process` scripts to print.
+    let assumed = query(
+        &moto,
+        Some(&source),
+        "sts",
+        &format!(
+            "Action=AssumeRole&Version=2011-06-15&RoleSessionName=process&RoleArn={}",
+            form(&format!(
+                "arn:aws:iam::{}:role/deployer-role",
+                moto::ACCOUNT
+            ))
+        ),
+    );
+    let home = Scratch::new("home");
+    let script = |name: &str, lifetime_s: u32| {
+        let path = home.path().join(format!("{name}.sh"));
+        let calls = home.path().join(format!("{name}.calls"));
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho called >> '{}'\nexpiration=$(date -u -d '+{lifetime_s} seconds' +%Y-%m-%dT%H:%M:%SZ)\nprintf '{{\"Version\": 1, \"AccessKeyId\": \"%s\", \"SecretAccessKey\": \"%s\", \"SessionToken\": \"%s\", \"Expiration\": \"%s\"}}\\n' '{}' '{}' '{}' \"$expiration\"\n",
+                calls.display(),
+                xml(&assumed, "AccessKeyId"),
+                xml(&assumed, "SecretAccessKey"),
+                xml(&assumed, "SessionToken"),
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (path, calls)
+    };
+    // Expires in two minutes: within the five minutes ahead that signers refresh.
+    let (soon, soon_calls) = script("soon", 120);
+    let (later, later_calls) = script("later", 3600);
+    std::fs::create_dir_all(home.path().join(".aws")).unwrap();
+    std::fs::write(
+        home.path().join(".aws/config"),
+        format!(
+            "[profile base]\naws_access_key_id = {}\naws_secret_access_key = {}\nregion = us-east-1\n\n\
+             [profile deployer]\nrole_arn = arn:aws:iam::{}:role/deployer-role\nsource_profile = base\nregion = us-east-1\n\n\
+             [profile soon]\ncredential_process = {}\nregion = us-east-1\n\n\
+             [profile later]\ncredential_process = {}\nregion = us-east-1\n",
+            source.access_key_id(),
+            source.secret_access_key(),
+            moto::ACCOUNT,
+            soon.display(),
+            later.display(),
+        ),
+    )
+    .unwrap();
+    let env_for = |profile: &str| -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = moto
+            .env(home.path())
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with("AWS_ACCESS") && !k.starts_with("AWS_SECRET"))
+            .collect();
+        env.push(("AWS_PROFILE".into(), profile.into()));
+        env
+    };
+
+    let dir = fixture_copy();
+    let dir_arg = dir.path().to_str().unwrap();
+    let ls = |profile: &str| {
+        ferry_env(
+            &["ls", "--platform", "lambda", "--dir", dir_arg],
+            &env_for(profile),
+        )
+    };
+    let n = manifest(dir.path())["functions"].as_array().unwrap().len();
+
+    // moto cannot check Lambda's signatures (with `INITIAL_NO_AUTH_ACTION_COUNT`, moto 5.2
+    // refuses even botocore's Lambda requests with `SignatureDoesNotMatch`), so Lambda calls
+    // are not checked against the role here; STS is: the role is assumed with the source
+    // profile's keys, which IAM allows only that.
+    // The role's temporary credentials deploy.
+    let deployed = table(&ok(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                dir_arg,
+                "--role",
+                ROLE,
+            ],
+            &env_for("deployer"),
+        ),
+        "deploy with the assumed role",
+    ));
+    assert_eq!(
+        states(&deployed),
+        BTreeMap::from([("created".to_owned(), n)])
+    );
+    let listed = table(&ok(&ls("deployer"), "ls with the assumed role"));
+    assert_eq!(
+        states(&listed),
+        BTreeMap::from([("deployed".to_owned(), n)]),
+        "{listed:?}"
+    );
+
+    // credential_process: credentials an hour from expiry are fetched once; credentials two
+    // minutes from expiry again before later requests.
+    ok(&ls("later"), "ls with a credential_process");
+    let count = |calls: &Path| std::fs::read_to_string(calls).unwrap().lines().count();
+    assert_eq!(count(&later_calls), 1);
+    ok(&ls("soon"), "ls with credentials about to expire");
+    assert!(
+        count(&soon_calls) >= 3,
+        "called {} times: at load, then before each request",
+        count(&soon_calls)
+    );
+
+    // The `lambda` backend signs with the role's credentials too: moto accepts the Invoke
+    // (and, without Docker, cannot run the function).
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("build.json")).unwrap())
+            .unwrap();
+    let program = info["binary"].as_str().unwrap();
+    let unrun = fails(
+        &ferry_env(
+            &[
+                "invoke",
+                "add",
+                "--backend",
+                "lambda",
+                "--program",
+                program,
+                "--app",
+                PROGRAM,
+                "--data",
+                r#"{"a": 1, "b": 2}"#,
+            ],
+            &env_for("deployer"),
+        ),
+        "ferry invoke with the assumed role",
+    );
+    assert!(
+        unrun.contains("the platform could not run it: error running docker"),
+        "{unrun}"
+    );
+}

@@ -1,5 +1,6 @@
-//! AWS settings and request signing, without the AWS SDK: the region, credentials and Lambda
-//! endpoint a program or tool finds in its environment, and Signature Version 4 for its requests.
+//! AWS settings and request signing: the region, credentials and Lambda endpoint a program or
+//! tool finds in its environment (through the AWS SDK's credential chain), and Signature
+//! Version 4 for its requests (without the SDK's service clients).
 //!
 //! ```
 //! use ferry::aws::{Credentials, Signer};
@@ -20,20 +21,27 @@
 //! # Ok::<(), ferry::aws::AwsError>(())
 //! ```
 //!
-//! [`AwsConfig::from_env`] resolves settings the way the AWS CLI does, for the sources that need
-//! no SDK:
+//! [`AwsConfig::load`] (or, without `.await`, [`AwsConfig::from_env`]) resolves settings with
+//! the AWS SDK's own default chains (`aws-config`), as the AWS CLI and SDKs do:
 //!
 //! - **Credentials**: `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`);
-//!   else the profile (`AWS_PROFILE`, default `default`) in the shared credentials file
-//!   (`AWS_SHARED_CREDENTIALS_FILE`, default `~/.aws/credentials`), then in the config file
-//!   (`AWS_CONFIG_FILE`, default `~/.aws/config`, section `[profile NAME]` or `[default]`).
-//!   Profiles that delegate (`role_arn`, `credential_process`, `sso_*`, web identity) are
-//!   refused with a message saying so: export static credentials instead, for example with
-//!   `aws configure export-credentials --format env`.
-//! - **Region**: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the profile's `region` (config
-//!   file first, then credentials file).
-//! - **Lambda endpoint**: `AWS_ENDPOINT_URL_LAMBDA`, else `AWS_ENDPOINT_URL`, else
-//!   `https://lambda.{region}.amazonaws.com` (`.amazonaws.com.cn` in `cn-*` regions).
+//!   else the profile (`AWS_PROFILE`, default `default`) in `~/.aws/credentials` and
+//!   `~/.aws/config` (`AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE`): static keys, a role
+//!   to assume (`role_arn` with `source_profile` or `credential_source`), `credential_process`,
+//!   IAM Identity Center (`sso_session`, after `aws sso login`), web identity
+//!   (`web_identity_token_file`); else web identity from `AWS_WEB_IDENTITY_TOKEN_FILE` and
+//!   `AWS_ROLE_ARN` (EKS); else the container's credentials (ECS, `AWS_CONTAINER_CREDENTIALS_*`);
+//!   else the instance's role (IMDS, unless `AWS_EC2_METADATA_DISABLED=true`).
+//! - **Region**: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else the profile's `region`, else the
+//!   instance's (IMDS).
+//! - **Lambda endpoint**: `AWS_ENDPOINT_URL_LAMBDA`, else the profile's `endpoint_url` for
+//!   Lambda (a `[services]` section), else `AWS_ENDPOINT_URL`, else the profile's
+//!   `endpoint_url`, else `https://lambda.{region}.amazonaws.com` (`.amazonaws.com.cn` in
+//!   `cn-*` regions).
+//!
+//! Temporary credentials (an assumed role, `credential_process` with an `Expiration`, SSO,
+//! container and instance roles) are refreshed by the [`Signer`] five minutes before they
+//! expire: `.await` [`Signer::ready`] before signing.
 //!
 //! Signing ([`Signer::sign`]) uses the `aws-sigv4` crate. A [`Signer`] is built once and holds
 //! everything that does not change between requests; one signature then costs a few
@@ -42,8 +50,13 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign as sigv4_sign};
 use aws_sigv4::sign::v4;
@@ -102,11 +115,13 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// Region, credentials and Lambda endpoint, as found by [`AwsConfig::from_env`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Region, credentials and Lambda endpoint, as found by [`AwsConfig::load`].
+///
+/// Cheap to clone: clones (and the [`Signer`]s made from them) share one credentials cache.
+#[derive(Debug, Clone)]
 pub struct AwsConfig {
     region: String,
-    credentials: Credentials,
+    credentials: CredentialsCache,
     credentials_source: String,
     lambda_endpoint: String,
 }
@@ -118,57 +133,90 @@ impl AwsConfig {
         Self {
             lambda_endpoint: default_endpoint("lambda", &region),
             region,
-            credentials,
+            credentials: CredentialsCache::fixed(&credentials),
             credentials_source: "given".to_owned(),
         }
     }
 
-    /// Resolves region, credentials and the Lambda endpoint from the environment and the shared
-    /// AWS files (see the [module docs](self) for the order).
+    /// Resolves region, credentials and the Lambda endpoint with the AWS SDK's default chains
+    /// (see the [module docs](self)), and fetches the credentials once, so that a missing or
+    /// refused source is reported here rather than at the first request.
     ///
     /// # Errors
     ///
-    /// No credentials or no region found (the message says where it looked), a half-set pair
-    /// of variables, an unreadable file, a profile that needs the AWS SDK, or an endpoint that
-    /// is not an `http(s)://` URL.
-    pub fn from_env() -> Result<Self, AwsError> {
-        Self::resolve(&|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    /// No credentials or no region found (the message says where to set them), a credentials
+    /// provider that failed (STS refused the role, `credential_process` failed, an expired SSO
+    /// session), or an endpoint that is not an `http(s)://` URL.
+    pub async fn load() -> Result<Self, AwsError> {
+        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(sdk_http_client())
+            .load()
+            .await;
+        Self::from_sdk_config(&sdk).await
     }
 
-    fn resolve(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, AwsError> {
-        let profile_name = env("AWS_PROFILE").unwrap_or_else(|| "default".to_owned());
-        let home = env("HOME").map(PathBuf::from);
-        let credentials_file = env("AWS_SHARED_CREDENTIALS_FILE")
-            .map(PathBuf::from)
-            .or_else(|| home.as_ref().map(|h| h.join(".aws/credentials")));
-        let config_file = env("AWS_CONFIG_FILE")
-            .map(PathBuf::from)
-            .or_else(|| home.as_ref().map(|h| h.join(".aws/config")));
-        let files = SharedFiles {
-            credentials: load_file(credentials_file, FileKind::Credentials)?,
-            config: load_file(config_file, FileKind::Config)?,
-            profile: profile_name,
+    /// [`load`](Self::load) for callers that cannot `.await`: the loading runs on a private
+    /// single-threaded runtime (on a scoped thread of its own when called inside a runtime, so
+    /// it never blocks on itself). Later credential refreshes run on the caller's runtime.
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](Self::load).
+    pub fn from_env() -> Result<Self, AwsError> {
+        let run = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    AwsError::new(
+                        AwsErrorKind::BadSetting,
+                        format!("cannot start a runtime to load aws settings: {e}"),
+                    )
+                })?
+                .block_on(Self::load())
         };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(run)
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        } else {
+            run()
+        }
+    }
 
-        let (credentials, credentials_source) = match env_credentials(env)? {
-            Some(credentials) => (credentials, "environment".to_owned()),
-            None => files.credentials()?,
-        };
+    /// Settings from an SDK configuration the caller loaded (with its own profile, region or
+    /// credentials provider): its region, its credentials provider (fetched once now, then
+    /// refreshed by signers before they expire), and the Lambda endpoint it configures
+    /// (`AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL`, a profile's `endpoint_url`), else the
+    /// region's.
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](Self::load).
+    pub async fn from_sdk_config(sdk: &aws_types::SdkConfig) -> Result<Self, AwsError> {
+        let provider = sdk
+            .credentials_provider()
+            .ok_or_else(|| missing_credentials(None))?;
+        let credentials = provider
+            .provide_credentials()
+            .await
+            .map_err(|e| credentials_error(&e))?;
+        let credentials_source = provider_name(&credentials);
 
-        let region = match env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION")) {
-            Some(region) => region,
-            None => files.region().ok_or_else(|| {
-                AwsError::new(
-                    AwsErrorKind::MissingRegion,
-                    format!(
-                        "no aws region: set `AWS_REGION` or `region` in profile `{}` (looked in: the environment, {})",
-                        files.profile,
-                        files.describe()
-                    ),
-                )
-            })?,
+        let Some(region) = sdk.region() else {
+            return Err(AwsError::new(
+                AwsErrorKind::MissingRegion,
+                format!(
+                    "no aws region: set `AWS_REGION`, or `region` in profile `{}` of {}",
+                    profile_name(),
+                    describe_files()
+                ),
+            ));
         };
-        let region = region.trim().to_owned();
+        let region = region.as_ref().trim().to_owned();
         if region.is_empty()
             || !region
                 .bytes()
@@ -180,17 +228,36 @@ impl AwsConfig {
             ));
         }
 
-        let lambda_endpoint = match endpoint_override(env, "AWS_ENDPOINT_URL_LAMBDA")? {
-            Some(url) => url,
-            None => match endpoint_override(env, "AWS_ENDPOINT_URL")? {
-                Some(url) => url,
-                None => default_endpoint("lambda", &region),
-            },
+        // As the SDK's own Lambda client resolves it: an endpoint set in code wins; else the
+        // service's (`AWS_ENDPOINT_URL_LAMBDA`, a profile's `[services]` section), else the
+        // global one (`AWS_ENDPOINT_URL`, a profile's `endpoint_url`).
+        let configured = if sdk.get_origin("endpoint_url").is_client_config() {
+            sdk.endpoint_url().map(str::to_owned)
+        } else {
+            sdk.service_config()
+                .and_then(|config| {
+                    config.load_config(
+                        aws_types::service_config::ServiceConfigKey::builder()
+                            .service_id("Lambda")
+                            .env("AWS_ENDPOINT_URL")
+                            .profile("endpoint_url")
+                            .build()
+                            .ok()?,
+                    )
+                })
+                .or_else(|| sdk.endpoint_url().map(str::to_owned))
+        };
+        let lambda_endpoint = match configured.filter(|url| !url.trim().is_empty()) {
+            Some(url) => check_endpoint(
+                "the lambda endpoint (`AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL` or a profile's `endpoint_url`)",
+                &url,
+            )?,
+            None => default_endpoint("lambda", &region),
         };
 
         Ok(Self {
             region,
-            credentials,
+            credentials: CredentialsCache::provided(provider, credentials, &credentials_source),
             credentials_source,
             lambda_endpoint,
         })
@@ -211,13 +278,16 @@ impl AwsConfig {
         &self.region
     }
 
-    /// The credentials.
-    pub fn credentials(&self) -> &Credentials {
-        &self.credentials
+    /// The credentials signers use now: for temporary credentials from a provider, the latest
+    /// ones fetched (a [`Signer`] refreshes them; this does not).
+    pub fn credentials(&self) -> Credentials {
+        self.credentials.current().credentials.clone()
     }
 
-    /// Where the credentials came from: `environment`, `given`, or a file and profile
-    /// (`/home/me/.aws/credentials, profile default`). For messages; never holds a secret.
+    /// Where the credentials came from: `given` for [`new`](Self::new), else the name of the
+    /// AWS SDK provider that gave them (`EnvironmentVariable`, `ProfileFile`,
+    /// `AssumeRoleProvider`, `CredentialProcess`, `SSO`, `WebIdentityToken`, `IMDSv2`, …) and
+    /// the profile. For messages; never holds a secret.
     pub fn credentials_source(&self) -> &str {
         &self.credentials_source
     }
@@ -227,9 +297,204 @@ impl AwsConfig {
         &self.lambda_endpoint
     }
 
-    /// A signer for `service` (`lambda`, `sts`, …) in this region with these credentials.
+    /// A signer for `service` (`lambda`, `sts`, …) in this region with these credentials,
+    /// sharing this configuration's credentials cache.
     pub fn signer(&self, service: &str) -> Signer {
-        Signer::new(&self.credentials, &self.region, service)
+        Signer {
+            credentials: self.credentials.clone(),
+            region: self.region.clone(),
+            service: service.to_owned(),
+            content_sha256: false,
+        }
+    }
+}
+
+/// The HTTP client the SDK's providers use (STS, SSO, IMDS, ECS): hyper with rustls on `ring`,
+/// the TLS stack reqwest already links, and the system's root certificates.
+fn sdk_http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    aws_smithy_http_client::Builder::new()
+        // Refreshes are minutes apart, and `from_env` loads on a runtime that then ends: pooled
+        // connections are not worth keeping.
+        .pool_idle_timeout(Duration::from_secs(5))
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
+}
+
+/// How long before they expire credentials are refreshed.
+const REFRESH_AHEAD: Duration = Duration::from_secs(5 * 60);
+/// Credentials this close to expiry are not used: signing waits for fresh ones.
+const EXPIRY_MARGIN: Duration = Duration::from_secs(10);
+/// After a failed refresh, how long the still-valid credentials are used before trying again.
+const RETRY_REFRESH_AFTER: Duration = Duration::from_secs(5);
+
+/// Credentials in the form signing needs, with their expiry.
+struct Cached {
+    identity: Identity,
+    credentials: Credentials,
+    expiry: Option<SystemTime>,
+}
+
+impl Cached {
+    fn new(credentials: Credentials, expiry: Option<SystemTime>) -> Self {
+        let sdk = aws_credential_types::Credentials::new(
+            credentials.access_key_id(),
+            credentials.secret_access_key(),
+            credentials.session_token().map(str::to_owned),
+            expiry,
+            "ferry",
+        );
+        Self {
+            identity: sdk.into(),
+            credentials,
+            expiry,
+        }
+    }
+
+    fn from_sdk(credentials: &aws_credential_types::Credentials) -> Self {
+        Self::new(
+            Credentials::new(
+                credentials.access_key_id(),
+                credentials.secret_access_key(),
+                credentials.session_token().map(str::to_owned),
+            ),
+            credentials.expiry(),
+        )
+    }
+
+    /// Whether these credentials are due for a refresh at `now`.
+    fn stale(&self, now: SystemTime) -> bool {
+        self.expiry
+            .is_some_and(|expiry| now + REFRESH_AHEAD >= expiry)
+    }
+
+    /// Whether these credentials may still sign at `now`.
+    fn usable(&self, now: SystemTime) -> bool {
+        self.expiry
+            .is_none_or(|expiry| now + EXPIRY_MARGIN < expiry)
+    }
+}
+
+/// Fixed credentials, or a provider's with the latest ones it gave.
+#[derive(Clone)]
+enum CredentialsCache {
+    Fixed(Arc<Cached>),
+    Provided(Arc<Provided>),
+}
+
+impl fmt::Debug for CredentialsCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Fixed(cached) => f.debug_tuple("Fixed").field(&cached.credentials).finish(),
+            Self::Provided(provided) => f
+                .debug_struct("Provided")
+                .field("source", &provided.source)
+                .field("credentials", &provided.current.load().credentials)
+                .field("expiry", &provided.current.load().expiry)
+                .finish(),
+        }
+    }
+}
+
+/// A credentials provider and what it last gave. Readers load `current` without a lock; one
+/// refresh at a time holds `refresh`.
+struct Provided {
+    provider: SharedCredentialsProvider,
+    current: ArcSwap<Cached>,
+    refresh: tokio::sync::Mutex<RefreshState>,
+    source: String,
+}
+
+#[derive(Default)]
+struct RefreshState {
+    failed_at: Option<SystemTime>,
+}
+
+impl CredentialsCache {
+    fn fixed(credentials: &Credentials) -> Self {
+        Self::Fixed(Arc::new(Cached::new(credentials.clone(), None)))
+    }
+
+    fn provided(
+        provider: SharedCredentialsProvider,
+        first: aws_credential_types::Credentials,
+        source: &str,
+    ) -> Self {
+        Self::Provided(Arc::new(Provided {
+            provider,
+            current: ArcSwap::from_pointee(Cached::from_sdk(&first)),
+            refresh: tokio::sync::Mutex::new(RefreshState::default()),
+            source: source.to_owned(),
+        }))
+    }
+
+    fn current(&self) -> Arc<Cached> {
+        match self {
+            Self::Fixed(cached) => cached.clone(),
+            Self::Provided(provided) => provided.current.load_full(),
+        }
+    }
+
+    /// Makes sure the credentials are fresh: nothing to do for fixed ones or ones far from
+    /// expiry (one atomic load). Credentials due for a refresh but still valid are refreshed by
+    /// one caller while the others go on with them; expired ones make every caller wait for the
+    /// refresh.
+    async fn ready(&self) -> Result<(), AwsError> {
+        let Self::Provided(provided) = self else {
+            return Ok(());
+        };
+        let now = SystemTime::now();
+        let usable = {
+            let current = provided.current.load();
+            if !current.stale(now) {
+                return Ok(());
+            }
+            current.usable(now)
+        };
+        let mut state = if usable {
+            match provided.refresh.try_lock() {
+                Ok(state) => state,
+                // Another caller is refreshing; these credentials still do meanwhile.
+                Err(_) => return Ok(()),
+            }
+        } else {
+            provided.refresh.lock().await
+        };
+        // Someone else may have refreshed while this caller waited.
+        let now = SystemTime::now();
+        let current = provided.current.load_full();
+        if !current.stale(now) {
+            return Ok(());
+        }
+        if current.usable(now)
+            && state
+                .failed_at
+                .is_some_and(|at| now < at + RETRY_REFRESH_AFTER)
+        {
+            return Ok(());
+        }
+        match provided.provider.provide_credentials().await {
+            Ok(fresh) => {
+                state.failed_at = None;
+                provided.current.store(Arc::new(Cached::from_sdk(&fresh)));
+                Ok(())
+            }
+            Err(error) => {
+                let error = credentials_error(&error);
+                state.failed_at = Some(SystemTime::now());
+                if current.usable(SystemTime::now()) {
+                    tracing::warn!(
+                        source = %provided.source,
+                        "cannot refresh aws credentials, using the current ones until they expire: {error}"
+                    );
+                    Ok(())
+                } else {
+                    Err(error)
+                }
+            }
+        }
     }
 }
 
@@ -237,9 +502,16 @@ impl AwsConfig {
 ///
 /// Build it once and share it (it is `Send + Sync` and cheap to clone); [`Signer::sign`] is
 /// meant for the hot path of a client.
+///
+/// A signer from [`AwsConfig::signer`] whose credentials come from a provider (an assumed
+/// role, `credential_process`, SSO, a container or instance role) refreshes them before they
+/// expire: `.await` [`Signer::ready`] before [`Signer::sign`]. While the credentials are more
+/// than five minutes from expiry, `ready` is one atomic load; within five minutes one caller
+/// fetches new ones while the others go on signing with the current ones. Signers of fixed
+/// credentials ([`Signer::new`], [`AwsConfig::new`]) need no `ready`.
 #[derive(Debug, Clone)]
 pub struct Signer {
-    identity: Identity,
+    credentials: CredentialsCache,
     region: String,
     service: String,
     content_sha256: bool,
@@ -255,17 +527,10 @@ const UNSIGNED_HEADERS: [&str; 4] = [
 ];
 
 impl Signer {
-    /// A signer for `service` in `region`.
+    /// A signer of fixed `credentials` for `service` in `region`.
     pub fn new(credentials: &Credentials, region: &str, service: &str) -> Self {
-        let credentials = aws_credential_types::Credentials::new(
-            credentials.access_key_id(),
-            credentials.secret_access_key(),
-            credentials.session_token().map(str::to_owned),
-            None,
-            "ferry",
-        );
         Self {
-            identity: credentials.into(),
+            credentials: CredentialsCache::fixed(credentials),
             region: region.to_owned(),
             service: service.to_owned(),
             content_sha256: false,
@@ -284,6 +549,18 @@ impl Signer {
         &self.region
     }
 
+    /// Refreshes the credentials if they expire within five minutes (see [`Signer`]); returns
+    /// at once otherwise. Call it before [`sign`](Self::sign) wherever credentials may come
+    /// from a provider.
+    ///
+    /// # Errors
+    ///
+    /// The credentials expired (or are about to) and the provider failed to give new ones.
+    /// A failure while the current credentials are still valid is logged and retried later.
+    pub async fn ready(&self) -> Result<(), AwsError> {
+        self.credentials.ready().await
+    }
+
     /// The service signatures are made for.
     pub fn service(&self) -> &str {
         &self.service
@@ -300,7 +577,8 @@ impl Signer {
     ///
     /// # Errors
     ///
-    /// `url` is not a valid absolute URL, or a header value is not visible ASCII.
+    /// `url` is not a valid absolute URL, a header value is not visible ASCII, or the
+    /// credentials have expired (`.await` [`ready`](Self::ready) first).
     pub fn sign(
         &self,
         method: &str,
@@ -332,8 +610,25 @@ impl Signer {
             settings.payload_checksum_kind =
                 aws_sigv4::http_request::PayloadChecksumKind::XAmzSha256;
         }
+        let guard;
+        let identity = match &self.credentials {
+            CredentialsCache::Fixed(cached) => &cached.identity,
+            CredentialsCache::Provided(provided) => {
+                guard = provided.current.load();
+                if !guard.usable(time) {
+                    return Err(AwsError::new(
+                        AwsErrorKind::ExpiredCredentials,
+                        format!(
+                            "the aws credentials from {} expired: `Signer::ready` refreshes them before signing",
+                            provided.source
+                        ),
+                    ));
+                }
+                &guard.identity
+            }
+        };
         let params = v4::SigningParams::builder()
-            .identity(&self.identity)
+            .identity(identity)
             .region(&self.region)
             .name(&self.service)
             .time(time)
@@ -443,13 +738,18 @@ pub enum AwsErrorKind {
     MissingCredentials,
     /// No region was found.
     MissingRegion,
-    /// A setting has an unusable value (an endpoint that is not a URL, a profile ferry cannot
-    /// use).
+    /// A setting has an unusable value (an endpoint that is not a URL, a profile the AWS SDK
+    /// cannot use).
     BadSetting,
     /// A shared credentials or config file could not be read or parsed.
     BadFile,
     /// A request could not be signed (an invalid URL or header).
     Signing,
+    /// A credentials provider failed: STS refused to assume the role, `credential_process`
+    /// failed, the SSO session expired, the instance metadata service did not answer.
+    Provider,
+    /// The credentials expired and were not refreshed.
+    ExpiredCredentials,
 }
 
 impl AwsError {
@@ -482,188 +782,99 @@ impl fmt::Display for AwsError {
 
 impl std::error::Error for AwsError {}
 
-fn env_credentials(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Credentials>, AwsError> {
-    match (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) {
-        (Some(id), Some(secret)) => Ok(Some(Credentials::new(
-            id.trim(),
-            secret.trim(),
-            env("AWS_SESSION_TOKEN").map(|t| t.trim().to_owned()),
-        ))),
-        (None, None) => Ok(None),
-        (Some(_), None) => Err(AwsError::new(
-            AwsErrorKind::MissingCredentials,
-            "`AWS_ACCESS_KEY_ID` is set but `AWS_SECRET_ACCESS_KEY` is not".to_owned(),
-        )),
-        (None, Some(_)) => Err(AwsError::new(
-            AwsErrorKind::MissingCredentials,
-            "`AWS_SECRET_ACCESS_KEY` is set but `AWS_ACCESS_KEY_ID` is not".to_owned(),
-        )),
-    }
+/// The profile the SDK reads (`AWS_PROFILE`, else `default`), for messages.
+fn profile_name() -> String {
+    std::env::var("AWS_PROFILE")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "default".to_owned())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FileKind {
-    Credentials,
-    Config,
-}
-
-/// A shared file as found: where it would be, and its contents if it exists.
-struct SharedFile {
-    path: Option<PathBuf>,
-    ini: Option<ini::Ini>,
-    kind: FileKind,
-}
-
-fn load_file(path: Option<PathBuf>, kind: FileKind) -> Result<SharedFile, AwsError> {
-    let ini = match &path {
-        Some(path) if path.is_file() => Some(parse_file(path)?),
-        _ => None,
-    };
-    Ok(SharedFile { path, ini, kind })
-}
-
-fn parse_file(path: &Path) -> Result<ini::Ini, AwsError> {
-    let options = ini::ParseOption {
-        // Values are taken literally (secrets contain `/` and `+`), and nested settings
-        // (`s3 =` followed by indented lines) are allowed.
-        enabled_quote: false,
-        enabled_escape: false,
-        enabled_indented_mutiline_value: true,
-        ..ini::ParseOption::default()
-    };
-    ini::Ini::load_from_file_opt(path, options).map_err(|e| {
-        AwsError::new(
-            AwsErrorKind::BadFile,
-            format!("cannot read aws settings from `{}`: {e}", path.display()),
-        )
-    })
-}
-
-impl SharedFile {
-    /// The profile's section: `[NAME]` in the credentials file; `[profile NAME]` (or
-    /// `[default]`) in the config file.
-    fn profile(&self, name: &str) -> Option<&ini::Properties> {
-        let ini = self.ini.as_ref()?;
-        ini.iter().find_map(|(section, properties)| {
-            let section = section?.trim();
-            let matches = match self.kind {
-                FileKind::Credentials => section == name,
-                FileKind::Config => {
-                    section
-                        .strip_prefix("profile")
-                        .filter(|rest| rest.starts_with(char::is_whitespace))
-                        .is_some_and(|rest| rest.trim() == name)
-                        || (name == "default" && section == "default")
-                }
-            };
-            matches.then_some(properties)
-        })
-    }
-
-    fn describe(&self) -> String {
-        match (&self.path, &self.ini) {
-            (None, _) => match self.kind {
-                FileKind::Credentials => "no credentials file (`HOME` is not set)".to_owned(),
-                FileKind::Config => "no config file (`HOME` is not set)".to_owned(),
-            },
-            (Some(path), None) => format!("`{}` (not found)", path.display()),
-            (Some(path), Some(_)) => format!("`{}`", path.display()),
+/// The shared files the SDK reads, for messages: where each is, and whether it exists.
+fn describe_files() -> String {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let file = |var: &str, default: &str| -> String {
+        let path = std::env::var_os(var)
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(default)));
+        match path {
+            None => format!("`~/{default}` (`HOME` is not set)"),
+            Some(path) if path.is_file() => format!("`{}`", path.display()),
+            Some(path) => format!("`{}` (not found)", path.display()),
         }
-    }
+    };
+    format!(
+        "{} or {}",
+        file("AWS_CONFIG_FILE", ".aws/config"),
+        file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials")
+    )
 }
 
-struct SharedFiles {
-    credentials: SharedFile,
-    config: SharedFile,
-    profile: String,
+fn missing_credentials(cause: Option<&str>) -> AwsError {
+    let mut message = format!(
+        "no aws credentials: set `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or configure profile `{}` (`aws_access_key_id`, `role_arn`, `credential_process`, `sso_session`, `web_identity_token_file`) in {}, or run where container or instance credentials are available",
+        profile_name(),
+        describe_files()
+    );
+    if let Some(cause) = cause {
+        message.push_str(" (");
+        message.push_str(cause);
+        message.push(')');
+    }
+    AwsError::new(AwsErrorKind::MissingCredentials, message)
 }
 
-/// Profile settings that ask for credentials ferry cannot produce without the AWS SDK.
-const DELEGATING_KEYS: [&str; 6] = [
-    "role_arn",
-    "credential_process",
-    "sso_session",
-    "sso_start_url",
-    "web_identity_token_file",
-    "credential_source",
-];
-
-impl SharedFiles {
-    fn describe(&self) -> String {
-        format!(
-            "{}, {}",
-            self.credentials.describe(),
-            self.config.describe()
-        )
-    }
-
-    fn credentials(&self) -> Result<(Credentials, String), AwsError> {
-        for file in [&self.credentials, &self.config] {
-            let Some(section) = file.profile(&self.profile) else {
-                continue;
-            };
-            let path = file.path.as_deref().unwrap_or(Path::new("?"));
-            let source = format!("{}, profile {}", path.display(), self.profile);
-            let id = section.get("aws_access_key_id").map(str::trim);
-            let secret = section.get("aws_secret_access_key").map(str::trim);
-            match (id, secret) {
-                (Some(id), Some(secret)) if !id.is_empty() && !secret.is_empty() => {
-                    let token = section
-                        .get("aws_session_token")
-                        .map(|t| t.trim().to_owned());
-                    return Ok((Credentials::new(id, secret, token), source));
-                }
-                (None, None) => {
-                    if let Some(key) = DELEGATING_KEYS.iter().find(|k| section.contains_key(**k)) {
-                        return Err(AwsError::new(
-                            AwsErrorKind::BadSetting,
-                            format!(
-                                "profile `{}` in `{}` gets its credentials through `{key}`, which needs the aws sdk; export static credentials instead (`aws configure export-credentials --profile {} --format env`)",
-                                self.profile,
-                                path.display(),
-                                self.profile
-                            ),
-                        ));
-                    }
-                }
-                _ => {
-                    return Err(AwsError::new(
-                        AwsErrorKind::MissingCredentials,
-                        format!(
-                            "profile `{}` in `{}` needs both `aws_access_key_id` and `aws_secret_access_key`",
-                            self.profile,
-                            path.display()
-                        ),
-                    ));
-                }
-            }
+/// An SDK provider's error as ferry's, with its chain of causes.
+fn credentials_error(error: &CredentialsError) -> AwsError {
+    let mut cause = String::new();
+    let mut source = std::error::Error::source(error);
+    while let Some(next) = source {
+        if !cause.is_empty() {
+            cause.push_str(": ");
         }
-        Err(AwsError::new(
-            AwsErrorKind::MissingCredentials,
+        cause.push_str(&next.to_string());
+        source = next.source();
+    }
+    if cause.is_empty() {
+        cause = error.to_string();
+    }
+    match error {
+        CredentialsError::CredentialsNotLoaded(_) => missing_credentials(Some(&cause)),
+        CredentialsError::InvalidConfiguration(_) => AwsError::new(
+            AwsErrorKind::BadSetting,
             format!(
-                "no aws credentials: set `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or give profile `{}` `aws_access_key_id` and `aws_secret_access_key` (looked in: the environment, {})",
-                self.profile,
-                self.describe()
+                "the aws credentials of profile `{}` are misconfigured: {cause}",
+                profile_name()
             ),
-        ))
-    }
-
-    fn region(&self) -> Option<String> {
-        [&self.config, &self.credentials]
-            .into_iter()
-            .filter_map(|file| file.profile(&self.profile)?.get("region"))
-            .map(|r| r.trim().to_owned())
-            .find(|r| !r.is_empty())
+        ),
+        _ => AwsError::new(
+            AwsErrorKind::Provider,
+            format!("cannot get aws credentials: {cause}"),
+        ),
     }
 }
 
-fn endpoint_override(
-    env: &dyn Fn(&str) -> Option<String>,
-    var: &str,
-) -> Result<Option<String>, AwsError> {
-    env(var)
-        .map(|url| check_endpoint(&format!("`{var}`"), &url))
-        .transpose()
+/// The name of the SDK provider that gave `credentials` (with the profile when one was read).
+/// `aws-credential-types` shows it only in `Debug`, which redacts the secrets.
+fn provider_name(credentials: &aws_credential_types::Credentials) -> String {
+    let debug = format!("{credentials:?}");
+    let name = debug
+        .split_once("provider_name: \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(name, _)| name.to_owned())
+        .filter(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_ .".contains(c))
+        })
+        .unwrap_or_else(|| "the aws sdk's default chain".to_owned());
+    if name == "EnvironmentVariable" {
+        "environment".to_owned()
+    } else {
+        format!("{name}, profile {}", profile_name())
+    }
 }
 
 fn check_endpoint(what: &str, url: &str) -> Result<String, AwsError> {
@@ -691,7 +902,6 @@ fn default_endpoint(service: &str, region: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
@@ -831,234 +1041,290 @@ mod tests {
         assert!(!debug.contains(SECRET) && !debug.contains(TOKEN), "{debug}");
     }
 
-    /// A scratch directory with the given files.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(files: &[(&str, &str)]) -> Self {
-            use std::sync::atomic::{AtomicU32, Ordering};
-            static NEXT: AtomicU32 = AtomicU32::new(0);
-            let dir = std::env::temp_dir().join(format!(
-                "ferry-aws-{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(dir.join(".aws")).unwrap();
-            for (name, text) in files {
-                std::fs::write(dir.join(".aws").join(name), text).unwrap();
-            }
-            Self(dir)
-        }
-
-        fn home(&self) -> String {
-            self.0.display().to_string()
-        }
+    /// A provider that counts its calls and gives credentials expiring `lifetime` after each
+    /// call (or fails when `fail` is set).
+    #[derive(Debug)]
+    struct Counting {
+        calls: std::sync::atomic::AtomicUsize,
+        lifetime: Duration,
+        fail: std::sync::atomic::AtomicBool,
     }
 
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
+    impl Counting {
+        fn new(lifetime: Duration) -> Arc<Self> {
+            Arc::new(Self {
+                calls: 0.into(),
+                lifetime,
+                fail: false.into(),
+            })
+        }
+
+        fn calls(&self) -> usize {
+            self.calls.load(std::sync::atomic::Ordering::SeqCst)
         }
     }
 
-    fn resolve(vars: &[(&str, &str)]) -> Result<AwsConfig, AwsError> {
-        let vars: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        AwsConfig::resolve(&|name| vars.get(name).cloned())
+    #[derive(Debug)]
+    struct Shared(Arc<Counting>);
+
+    impl ProvideCredentials for Shared {
+        fn provide_credentials<'a>(
+            &'a self,
+        ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+        where
+            Self: 'a,
+        {
+            let n = self
+                .0
+                .calls
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                + 1;
+            let result = if self.0.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                Err(CredentialsError::provider_error("sts is down"))
+            } else {
+                Ok(aws_credential_types::Credentials::new(
+                    format!("ASIA{n}"),
+                    "secret",
+                    Some(format!("token{n}")),
+                    Some(SystemTime::now() + self.0.lifetime),
+                    "Counting",
+                ))
+            };
+            aws_credential_types::provider::future::ProvideCredentials::ready(result)
+        }
     }
 
-    #[test]
-    fn environment_comes_first() {
-        let scratch = Scratch::new(&[(
-            "credentials",
-            "[default]\naws_access_key_id = FILE\naws_secret_access_key = FILESECRET\n",
-        )]);
-        let config = resolve(&[
-            ("HOME", &scratch.home()),
-            ("AWS_ACCESS_KEY_ID", "ENVKEY"),
-            ("AWS_SECRET_ACCESS_KEY", "ENVSECRET"),
-            ("AWS_SESSION_TOKEN", "ENVTOKEN"),
-            ("AWS_REGION", "eu-central-1"),
-            ("AWS_DEFAULT_REGION", "us-east-2"),
-        ])
-        .unwrap();
-        assert_eq!(
-            config.credentials(),
-            &Credentials::new("ENVKEY", "ENVSECRET", Some("ENVTOKEN".into()))
-        );
-        assert_eq!(config.credentials_source(), "environment");
-        assert_eq!(config.region(), "eu-central-1");
-        assert_eq!(
-            config.lambda_endpoint(),
-            "https://lambda.eu-central-1.amazonaws.com"
-        );
+    async fn config_with(counting: &Arc<Counting>) -> AwsConfig {
+        let sdk = aws_types::SdkConfig::builder()
+            .region(aws_types::region::Region::new("eu-west-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Shared(counting.clone())))
+            .endpoint_url("http://127.0.0.1:9/")
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        AwsConfig::from_sdk_config(&sdk).await.unwrap()
     }
 
-    #[test]
-    fn profiles_from_the_shared_files() {
-        let scratch = Scratch::new(&[
-            (
-                "credentials",
-                "[default]\naws_access_key_id = D\naws_secret_access_key = DS\n\n[work]\naws_access_key_id = W\naws_secret_access_key = a/b+c=\\d\naws_session_token = WT\n",
-            ),
-            (
-                "config",
-                "[default]\nregion = us-west-2\n\n[profile work]\nregion = ap-south-1\ns3 =\n  max_concurrent_requests = 10\n\n[profile cfg-only]\naws_access_key_id = C\naws_secret_access_key = CS\nregion = cn-north-1\n",
-            ),
-        ]);
-        let home = scratch.home();
-        let default = resolve(&[("HOME", &home)]).unwrap();
-        assert_eq!(default.credentials(), &Credentials::new("D", "DS", None));
-        assert_eq!(default.region(), "us-west-2");
+    #[tokio::test]
+    async fn a_providers_settings() {
+        let counting = Counting::new(Duration::from_secs(3600));
+        let config = config_with(&counting).await;
+        assert_eq!(counting.calls(), 1, "fetched once at load");
+        assert_eq!(config.region(), "eu-west-1");
+        assert_eq!(config.lambda_endpoint(), "http://127.0.0.1:9");
         assert!(
-            default
+            config
                 .credentials_source()
-                .ends_with(".aws/credentials, profile default")
+                .starts_with("Counting, profile "),
+            "{}",
+            config.credentials_source()
         );
-
-        let work = resolve(&[("HOME", &home), ("AWS_PROFILE", "work")]).unwrap();
-        assert_eq!(
-            work.credentials(),
-            &Credentials::new("W", "a/b+c=\\d", Some("WT".into()))
-        );
-        assert_eq!(work.region(), "ap-south-1");
-
-        let cfg = resolve(&[("HOME", &home), ("AWS_PROFILE", "cfg-only")]).unwrap();
-        assert_eq!(cfg.credentials(), &Credentials::new("C", "CS", None));
-        assert_eq!(
-            cfg.lambda_endpoint(),
-            "https://lambda.cn-north-1.amazonaws.com.cn"
-        );
-
-        // Explicit file locations win over `HOME`.
-        let other = Scratch::new(&[(
-            "c",
-            "[default]\naws_access_key_id = O\naws_secret_access_key = OS\nregion = sa-east-1\n",
-        )]);
-        let path = other.0.join(".aws/c").display().to_string();
-        let explicit = resolve(&[
-            ("HOME", &home),
-            ("AWS_SHARED_CREDENTIALS_FILE", &path),
-            ("AWS_CONFIG_FILE", "/nonexistent/config"),
-        ])
-        .unwrap();
-        assert_eq!(explicit.credentials().access_key_id(), "O");
-        assert_eq!(explicit.region(), "sa-east-1");
+        assert_eq!(config.credentials().access_key_id(), "ASIA1");
+        assert_eq!(config.credentials().session_token(), Some("token1"));
     }
 
-    #[test]
-    fn endpoint_overrides() {
-        let base = [
-            ("AWS_ACCESS_KEY_ID", "K"),
-            ("AWS_SECRET_ACCESS_KEY", "S"),
-            ("AWS_REGION", "us-east-1"),
-        ];
-        let with = |extra: &[(&'static str, &'static str)]| {
-            let mut vars = base.to_vec();
-            vars.extend_from_slice(extra);
-            resolve(&vars)
-        };
+    #[tokio::test]
+    async fn fresh_credentials_are_not_fetched_again() {
+        let counting = Counting::new(Duration::from_secs(3600));
+        let signer = config_with(&counting).await.signer("lambda");
+        for _ in 0..100 {
+            signer.ready().await.unwrap();
+            let signed = signer
+                .sign("GET", "https://x.amazonaws.com/", &[], b"")
+                .unwrap();
+            assert_eq!(signed.get("x-amz-security-token"), Some("token1"));
+        }
+        assert_eq!(counting.calls(), 1);
+    }
+
+    #[tokio::test]
+    async fn credentials_near_expiry_are_refreshed_once_per_due_time() {
+        // Expire in 2 minutes: within the refresh window, so every `ready` refreshes.
+        let counting = Counting::new(Duration::from_secs(120));
+        let config = config_with(&counting).await;
+        let signer = config.signer("lambda");
+        signer.ready().await.unwrap();
+        assert_eq!(counting.calls(), 2);
+        let signed = signer
+            .sign("GET", "https://x.amazonaws.com/", &[], b"")
+            .unwrap();
+        assert_eq!(signed.get("x-amz-security-token"), Some("token2"));
+        assert!(signed.authorization().contains("Credential=ASIA2/"));
+        // Signers of one config share the cache.
+        assert_eq!(config.credentials().access_key_id(), "ASIA2");
         assert_eq!(
-            with(&[("AWS_ENDPOINT_URL", "http://127.0.0.1:5000/")])
+            config
+                .signer("sts")
+                .sign("GET", "https://x.amazonaws.com/", &[], b"")
                 .unwrap()
-                .lambda_endpoint(),
-            "http://127.0.0.1:5000"
-        );
-        assert_eq!(
-            with(&[
-                ("AWS_ENDPOINT_URL", "http://a:1"),
-                ("AWS_ENDPOINT_URL_LAMBDA", "https://b")
-            ])
-            .unwrap()
-            .lambda_endpoint(),
-            "https://b"
-        );
-        let error = with(&[("AWS_ENDPOINT_URL_LAMBDA", "localhost:5000")]).unwrap_err();
-        assert_eq!(error.kind(), AwsErrorKind::BadSetting);
-        assert_eq!(
-            error.to_string(),
-            "`AWS_ENDPOINT_URL_LAMBDA` must be an http:// or https:// url, not `localhost:5000`"
+                .get("x-amz-security-token"),
+            Some("token2")
         );
     }
 
-    #[test]
-    fn missing_settings_say_where_they_were_looked_for() {
-        let scratch = Scratch::new(&[]);
-        let home = scratch.home();
-        let error = resolve(&[("HOME", &home), ("AWS_REGION", "us-east-1")]).unwrap_err();
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_refresh_once() {
+        // A provider that takes its time: every caller arrives while the refresh runs.
+        #[derive(Debug)]
+        struct Slow(Arc<Counting>);
+        impl ProvideCredentials for Slow {
+            fn provide_credentials<'a>(
+                &'a self,
+            ) -> aws_credential_types::provider::future::ProvideCredentials<'a>
+            where
+                Self: 'a,
+            {
+                aws_credential_types::provider::future::ProvideCredentials::new(async move {
+                    let n = self
+                        .0
+                        .calls
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                        + 1;
+                    // The first answer (at load) has expired already; later ones last an hour.
+                    let lifetime = if n == 1 {
+                        Duration::ZERO
+                    } else {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Duration::from_secs(3600)
+                    };
+                    Ok(aws_credential_types::Credentials::new(
+                        format!("ASIA{n}"),
+                        "secret",
+                        Some(format!("token{n}")),
+                        Some(SystemTime::now() + lifetime),
+                        "Slow",
+                    ))
+                })
+            }
+        }
+        let counting = Counting::new(Duration::ZERO);
+        let sdk = aws_types::SdkConfig::builder()
+            .region(aws_types::region::Region::new("us-east-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Slow(counting.clone())))
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let signer = AwsConfig::from_sdk_config(&sdk)
+            .await
+            .unwrap()
+            .signer("lambda");
+        // Expired: signing without `ready` is refused.
+        let error = signer
+            .sign("GET", "https://x.amazonaws.com/", &[], b"")
+            .unwrap_err();
+        assert_eq!(error.kind(), AwsErrorKind::ExpiredCredentials);
+        assert!(error.to_string().contains("Slow"), "{error}");
+        let tasks: Vec<_> = (0..16)
+            .map(|_| {
+                let signer = signer.clone();
+                tokio::spawn(async move {
+                    signer.ready().await.unwrap();
+                    signer
+                        .sign("GET", "https://x.amazonaws.com/", &[], b"")
+                        .unwrap()
+                        .get("x-amz-security-token")
+                        .map(str::to_owned)
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap().as_deref(), Some("token2"));
+        }
+        assert_eq!(counting.calls(), 2, "one load, one refresh");
+    }
+
+    #[tokio::test]
+    async fn a_failed_refresh_keeps_valid_credentials_and_fails_expired_ones() {
+        let counting = Counting::new(Duration::from_secs(120));
+        let signer = config_with(&counting).await.signer("lambda");
+        counting
+            .fail
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        // Still valid for two minutes: the failure is logged, signing goes on.
+        signer.ready().await.unwrap();
+        assert_eq!(counting.calls(), 2);
+        // And not retried at once.
+        signer.ready().await.unwrap();
+        assert_eq!(counting.calls(), 2);
+        signer
+            .sign("GET", "https://x.amazonaws.com/", &[], b"")
+            .unwrap();
+
+        let expired = Counting::new(Duration::ZERO);
+        let signer = config_with(&expired).await.signer("lambda");
+        expired
+            .fail
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let error = signer.ready().await.unwrap_err();
+        assert_eq!(error.kind(), AwsErrorKind::Provider);
+        assert_eq!(error.to_string(), "cannot get aws credentials: sts is down");
+    }
+
+    #[tokio::test]
+    async fn missing_settings_say_where_to_set_them() {
+        let no_credentials = aws_types::SdkConfig::builder()
+            .region(aws_types::region::Region::new("us-east-1"))
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let error = AwsConfig::from_sdk_config(&no_credentials)
+            .await
+            .unwrap_err();
         assert_eq!(error.kind(), AwsErrorKind::MissingCredentials);
-        let message = error.to_string();
         assert!(
-            message.starts_with("no aws credentials: set `AWS_ACCESS_KEY_ID`"),
-            "{message}"
+            error
+                .to_string()
+                .starts_with("no aws credentials: set `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or configure profile `"),
+            "{error}"
         );
+        assert!(error.to_string().contains(".aws/credentials`"), "{error}");
+
+        let error = credentials_error(&CredentialsError::not_loaded(
+            "no providers in chain provided credentials",
+        ));
+        assert_eq!(error.kind(), AwsErrorKind::MissingCredentials);
         assert!(
-            message.contains(&format!("`{home}/.aws/credentials` (not found)")),
-            "{message}"
-        );
-        assert!(
-            message.contains(&format!("`{home}/.aws/config` (not found)")),
-            "{message}"
+            error
+                .to_string()
+                .ends_with("(no providers in chain provided credentials)"),
+            "{error}"
         );
 
-        let error = resolve(&[
-            ("HOME", &home),
-            ("AWS_ACCESS_KEY_ID", "K"),
-            ("AWS_SECRET_ACCESS_KEY", "S"),
-        ])
-        .unwrap_err();
+        let counting = Counting::new(Duration::from_secs(3600));
+        let no_region = aws_types::SdkConfig::builder()
+            .credentials_provider(SharedCredentialsProvider::new(Shared(counting)))
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let error = AwsConfig::from_sdk_config(&no_region).await.unwrap_err();
         assert_eq!(error.kind(), AwsErrorKind::MissingRegion);
         assert!(
             error
                 .to_string()
-                .starts_with("no aws region: set `AWS_REGION` or `region` in profile `default`"),
+                .starts_with("no aws region: set `AWS_REGION`, or `region` in profile `"),
             "{error}"
         );
-
-        let error =
-            resolve(&[("AWS_ACCESS_KEY_ID", "K"), ("AWS_REGION", "us-east-1")]).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "`AWS_ACCESS_KEY_ID` is set but `AWS_SECRET_ACCESS_KEY` is not"
-        );
-
-        let error = resolve(&[
-            ("AWS_ACCESS_KEY_ID", "K"),
-            ("AWS_SECRET_ACCESS_KEY", "S"),
-            ("AWS_REGION", "eu west"),
-        ])
-        .unwrap_err();
-        assert_eq!(error.kind(), AwsErrorKind::BadSetting);
     }
 
-    #[test]
-    fn profiles_that_need_the_sdk_are_refused() {
-        let scratch = Scratch::new(&[(
-            "config",
-            "[profile admin]\nrole_arn = arn:aws:iam::123456789012:role/admin\nsource_profile = default\nregion = us-east-1\n",
-        )]);
-        let error = resolve(&[("HOME", &scratch.home()), ("AWS_PROFILE", "admin")]).unwrap_err();
+    #[tokio::test]
+    async fn endpoint_overrides() {
+        let counting = Counting::new(Duration::from_secs(3600));
+        let config = config_with(&counting).await;
+        assert_eq!(
+            config
+                .clone()
+                .with_lambda_endpoint("https://b/")
+                .unwrap()
+                .lambda_endpoint(),
+            "https://b"
+        );
+        let error = config.with_lambda_endpoint("localhost:5000").unwrap_err();
         assert_eq!(error.kind(), AwsErrorKind::BadSetting);
-        assert!(
-            error
-                .to_string()
-                .contains("through `role_arn`, which needs the aws sdk"),
-            "{error}"
+        assert_eq!(
+            error.to_string(),
+            "the lambda endpoint must be an http:// or https:// url, not `localhost:5000`"
         );
-
-        let scratch = Scratch::new(&[("credentials", "[default]\naws_access_key_id = ONLY\n")]);
-        let error = resolve(&[("HOME", &scratch.home())]).unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .contains("needs both `aws_access_key_id` and `aws_secret_access_key`"),
-            "{error}"
+        let cn = AwsConfig::new("cn-north-1", Credentials::new(ID, SECRET, None));
+        assert_eq!(
+            cn.lambda_endpoint(),
+            "https://lambda.cn-north-1.amazonaws.com.cn"
         );
-
-        let scratch = Scratch::new(&[("credentials", "[default\naws_access_key_id = X\n")]);
-        let error = resolve(&[("HOME", &scratch.home())]).unwrap_err();
-        assert_eq!(error.kind(), AwsErrorKind::BadFile);
+        assert_eq!(cn.credentials_source(), "given");
     }
 }

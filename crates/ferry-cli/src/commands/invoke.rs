@@ -110,7 +110,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
                 Context::openwhisk(OpenWhiskConfig::from_env()?.actions(action))?
             }
             (BackendKind::Lambda, Some(function)) => {
-                Context::lambda(LambdaConfig::from_env()?.route(&args.function, function))?
+                Context::lambda(LambdaConfig::load().await?.route(&args.function, function))?
             }
             (other, Some(_)) => {
                 bail!("`--app` names deployed functions on `openwhisk` and `lambda`, not `{other}`")

@@ -456,6 +456,14 @@ impl LambdaApi {
         let mut delay = Duration::from_millis(500);
         let mut attempt = 1;
         loop {
+            // Temporary credentials (an assumed role, `credential_process`) are refreshed
+            // before they expire; a no-op otherwise.
+            self.signer.ready().await.map_err(|e| ApiError {
+                operation: what.clone(),
+                status: None,
+                code: "Credentials".to_owned(),
+                message: e.to_string(),
+            })?;
             let signed = self
                 .signer
                 .sign(

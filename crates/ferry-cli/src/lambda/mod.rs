@@ -199,7 +199,7 @@ impl Difference {
 impl Deployment {
     /// Reads the built program in `artifacts`, resolves AWS settings and computes every
     /// function's desired state. Checks Lambda's limits before anything is sent.
-    pub fn new(
+    pub async fn new(
         artifacts: &Artifacts,
         args: &LambdaArgs,
         require_role: bool,
@@ -220,7 +220,9 @@ impl Deployment {
             ),
             (None, false) => String::new(),
         };
-        let mut config = AwsConfig::from_env().context("cannot find aws settings")?;
+        let mut config = AwsConfig::load()
+            .await
+            .context("cannot find aws settings")?;
         if let Some(url) = &args.endpoint_url {
             config = config.with_lambda_endpoint(url)?;
         }

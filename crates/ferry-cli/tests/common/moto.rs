@@ -22,10 +22,18 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server started with extra environment variables, such as
+    /// `INITIAL_NO_AUTH_ACTION_COUNT`: after that many calls, moto checks every request's
+    /// signature against the access keys IAM and STS issued, and its IAM policies.
+    pub fn start_with(env: &[(&str, &str)]) -> Self {
         let python = std::env::var("FERRY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
         // Port 0: the server binds a free port and says which.
         let mut child = Command::new(&python)
             .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -94,7 +102,23 @@ impl Moto {
         body: &[u8],
         content_type: &str,
     ) -> (u16, String) {
-        let signer = Signer::new(&Credentials::new("test", "test", None), region, service);
+        let test = Credentials::new("test", "test", None);
+        self.signed_as(&test, region, service, method, path, body, content_type)
+    }
+
+    /// [`signed_in`](Self::signed_in) with given credentials.
+    #[allow(clippy::too_many_arguments)]
+    pub fn signed_as(
+        &self,
+        credentials: &Credentials,
+        region: &str,
+        service: &str,
+        method: &str,
+        path: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> (u16, String) {
+        let signer = Signer::new(credentials, region, service);
         let url = format!("{}{path}", self.url);
         let signed = signer
             .sign(method, &url, &[("content-type", content_type)], body)
@@ -141,6 +165,10 @@ impl Moto {
             ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
             ("AWS_REGION".into(), "us-east-1".into()),
             ("AWS_ENDPOINT_URL_LAMBDA".into(), self.url.clone()),
+            // Profiles that assume roles call STS: moto's.
+            ("AWS_ENDPOINT_URL_STS".into(), self.url.clone()),
+            // No instance metadata service to wait for when nothing else gives credentials.
+            ("AWS_EC2_METADATA_DISABLED".into(), "true".into()),
             ("HOME".into(), home.display().to_string()),
         ]
     }

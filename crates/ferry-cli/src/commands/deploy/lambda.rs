@@ -32,9 +32,10 @@ enum Outcome {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let artifacts = Artifacts::new(args.program.artifacts_dir()?);
-    let (deployment, info, _manifest) = Deployment::new(&artifacts, &args.lambda, true)?;
-    let code = read_code(&artifacts.lambda_zip(&info.program), &info.architecture)?;
     let runtime = crate::commands::runtime()?;
+    let (deployment, info, _manifest) =
+        runtime.block_on(Deployment::new(&artifacts, &args.lambda, true))?;
+    let code = read_code(&artifacts.lambda_zip(&info.program), &info.architecture)?;
     runtime.block_on(deploy(&deployment, &code))
 }
 

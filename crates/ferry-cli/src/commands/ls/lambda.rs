@@ -21,10 +21,11 @@ use crate::table;
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     let artifacts = Artifacts::new(args.program.artifacts_dir()?);
-    let (deployment, info, _manifest) = Deployment::new(&artifacts, &args.lambda, false)?;
+    let runtime = crate::commands::runtime()?;
+    let (deployment, info, _manifest) =
+        runtime.block_on(Deployment::new(&artifacts, &args.lambda, false))?;
     let zip = artifacts.lambda_zip(&info.program);
     let code = crate::commands::code_if_built(&zip, |zip| read_code(zip, &info.architecture))?;
-    let runtime = crate::commands::runtime()?;
     runtime.block_on(async {
         let deployed = deployment.deployed_names().await?;
         let states: Vec<anyhow::Result<String>> = futures::stream::iter(&deployment.functions)

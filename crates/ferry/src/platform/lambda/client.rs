@@ -81,12 +81,26 @@ impl LambdaConfig {
         }
     }
 
-    /// [`AwsConfig::from_env`], then `FERRY_APP` (deployed names), `FERRY_LAMBDA_FUNCTIONS` (the
+    /// [`AwsConfig::load`], then `FERRY_APP` (deployed names), `FERRY_LAMBDA_FUNCTIONS` (the
     /// name template),
     /// `FERRY_LAMBDA_ROUTES` (`name=lambda-function,…`), `FERRY_LAMBDA_QUALIFIER`,
     /// `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and `FERRY_LAMBDA_CONNECTIONS`.
+    pub async fn load() -> Result<Self> {
+        let aws = AwsConfig::load()
+            .await
+            .map_err(|e| Error::config(e.to_string()))?;
+        Self::with_env(aws)
+    }
+
+    /// [`load`](Self::load) without `.await`: AWS settings from [`AwsConfig::from_env`] (which
+    /// loads them on a private runtime), so that [`Context::new`](crate::Context::new) and
+    /// [`Context::from_env`](crate::Context::from_env) stay synchronous.
     pub fn from_env() -> Result<Self> {
         let aws = AwsConfig::from_env().map_err(|e| Error::config(e.to_string()))?;
+        Self::with_env(aws)
+    }
+
+    fn with_env(aws: AwsConfig) -> Result<Self> {
         use crate::config::{
             APP, LAMBDA_CONNECTIONS, LAMBDA_FUNCTIONS, LAMBDA_HTTP, LAMBDA_QUALIFIER, LAMBDA_ROUTES,
         };
@@ -203,7 +217,12 @@ impl LambdaBackend {
             ("content-type", "application/json"),
             ("x-amz-invocation-type", "RequestResponse"),
         ];
-        // Signed per attempt: a retry must carry a fresh date.
+        // Signed per attempt: a retry must carry a fresh date. `ready` refreshes temporary
+        // credentials before they expire (one atomic load while they are fresh).
+        self.signer
+            .ready()
+            .await
+            .map_err(|e| Error::config(e.to_string()))?;
         let signed = self
             .signer
             .sign("POST", url, &headers, &payload)
