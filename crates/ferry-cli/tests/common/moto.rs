@@ -22,18 +22,10 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Self {
-        Self::start_with(&[])
-    }
-
-    /// A server started with extra environment variables, such as
-    /// `INITIAL_NO_AUTH_ACTION_COUNT`: after that many calls, moto checks every request's
-    /// signature against the access keys IAM and STS issued, and its IAM policies.
-    pub fn start_with(env: &[(&str, &str)]) -> Self {
         let python = std::env::var("FERRY_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
         // Port 0: the server binds a free port and says which.
         let mut child = Command::new(&python)
             .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", "0"])
-            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
