@@ -6,20 +6,38 @@
 //!   `parameters`, `annotations`; a new action gets `provide-api-key: false` unless it says
 //!   otherwise, and every action an `exec` annotation with its kind, as the controller amends
 //!   them); `GET` reads it back, `GET …/actions` lists, `DELETE` removes. The one user's
-//!   namespace is `guest` (`_` in paths means it; any other is refused with 403).
+//!   namespace is `guest` (`_` in paths means it; any other is refused with 403). A new action
+//!   needs an `exec` (400 `exec undefined`); an update keeps what it does not set, and merges
+//!   its annotations into the stored ones. A `blackbox` exec is stored as the controller stores
+//!   it: its `image` parsed and resolved, its code only when not blank, `binary` read off the
+//!   code; other kinds as they come (no managed runtime runs here).
+//! - Limits are the controller's ([`ControllerLimits`]; OpenWhisk's shipped defaults unless
+//!   [`ControllerBuilder::limits`] or [`ControllerBuilder::intra_concurrency`] say otherwise):
+//!   a `limits.memory`, `timeout`, `logs` or `concurrency` outside its range is refused with 400
+//!   and OpenWhisk's message (`concurrency 8 exceeds allowed threshold of 1`, `memory size 1024
+//!   MB exceeds allowed threshold of 512 MB`, `duration 50 milliseconds below allowed threshold
+//!   of 100 milliseconds`…), a malformed one with `The request content was malformed:\n…`; a
+//!   new action's missing limits are the standard ones, an update's the stored ones.
+//!   [`Controller::put_action`] checks the same way and panics with the message.
+//! - `GET /` answers the controller's info document, whose `limits` are those in force (memory
+//!   and logs in bytes, durations in ms; it says nothing of intra-container concurrency), and
+//!   `GET /api/v1` the API's document, without limits, as the real controller does.
 //! - `POST /api/v1/namespaces/{ns}/actions/{name}?blocking=…&result=…` runs the action in a
 //!   container, as the invoker does: `/init` once with the action's `main`, code and environment
 //!   (the `init: true` parameters plus `__OW_NAMESPACE`, `__OW_ACTION_NAME`, `__OW_DEADLINE`…
 //!   and `__OW_API_KEY` unless the action's `provide-api-key` is false), then `/run` per
 //!   activation with `value` (the action's other parameters, overridden by the request's) and
-//!   the same context (`api_key` likewise). Runs overlap up to the action's concurrency limit,
-//!   with `__OW_ALLOW_CONCURRENT` above 1 (OpenWhisk would start more containers where this one
-//!   queues).
+//!   the same context (`api_key` likewise). Runs overlap up to the action's concurrency limit
+//!   (OpenWhisk would start more containers where this one queues). As OpenWhisk's invoker, the
+//!   controller tells a container nothing of its concurrency: every container's environment
+//!   gets `__OW_API_HOST` and the operator's variables ([`ControllerBuilder::container_env`];
+//!   [`ControllerBuilder::intra_concurrency`] adds `__OW_ALLOW_CONCURRENT=true` as OpenWhisk's
+//!   `docs/intra-concurrency.md` tells operators to).
 //! - The container of an action with code (`ferry deploy`'s ActionLoop zips) is an ActionLoop
 //!   proxy — `ferry actionloop-host`, which follows the official Go proxy, given with
-//!   [`Controller::with_actionloop_proxy`] — that unpacks the zip and runs its `exec`; an action
-//!   without code ([`Controller::put_action`]) runs the controller's program as a native runtime
-//!   (`FERRY_ROLE=openwhisk`).
+//!   [`ControllerBuilder::actionloop_proxy`] — that unpacks the zip and runs its `exec`; an
+//!   action without code ([`Controller::put_action`]) runs the controller's program as a native
+//!   runtime (`FERRY_ROLE=openwhisk`).
 //! - The answer follows the controller's rules: 200 with the result on success, 502 with the
 //!   result on an application or developer error, 202 with the activation id when a blocking
 //!   call outlives the blocking limit; `GET …/activations/{id}` is 404 until the record exists.
@@ -39,6 +57,9 @@
 //!   `error` field the same way, a developer error 400. Unless the action has
 //!   `web-custom-options: true`, the controller answers `OPTIONS` itself and adds CORS headers.
 
+mod image;
+mod limits;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -56,6 +77,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{OnceCell, watch};
+
+pub use self::limits::{ControllerLimits, LimitRange};
 
 /// OpenWhisk's default limit on an activation's parameters.
 const MAX_PARAMETERS: usize = 1 << 20;
@@ -83,24 +106,37 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A controller whose containers for actions without code run `program` (a ferry program)
-    /// as a native runtime. Actions with code need [`Controller::with_actionloop_proxy`].
+    /// A controller with OpenWhisk's default limits whose containers for actions without code
+    /// run `program` (a ferry program) as a native runtime. Actions with code need
+    /// [`ControllerBuilder::actionloop_proxy`].
     pub async fn start(program: impl Into<PathBuf>) -> Self {
-        Self::serve(program.into(), None).await
+        Self::builder(program).start().await
     }
 
-    /// A controller that also runs actions with code (ActionLoop zips with `exec`, as
-    /// `ferry deploy` makes them) under the ActionLoop proxy `ferry` (`ferry actionloop-host`,
-    /// one copy at a time as the official proxy).
+    /// A controller with OpenWhisk's default limits that also runs actions with code
+    /// (ActionLoop zips with `exec`, as `ferry deploy` makes them) under the ActionLoop proxy
+    /// `ferry` (`ferry actionloop-host`, one copy at a time as the official proxy).
     pub async fn with_actionloop_proxy(
         program: impl Into<PathBuf>,
         ferry: impl Into<PathBuf>,
     ) -> Self {
-        Self::serve(program.into(), Some(ferry.into())).await
+        Self::builder(program).actionloop_proxy(ferry).start().await
     }
 
-    async fn serve(program: PathBuf, proxy: Option<PathBuf>) -> Self {
+    /// A controller to configure (limits, proxy, the containers' environment), then
+    /// [`ControllerBuilder::start`]; `program` runs the actions without code.
+    pub fn builder(program: impl Into<PathBuf>) -> ControllerBuilder {
+        ControllerBuilder {
+            program: program.into(),
+            proxy: None,
+            limits: ControllerLimits::default(),
+            container_env: Vec::new(),
+        }
+    }
+
+    async fn serve(builder: ControllerBuilder) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
+        builder.limits.check_ranges();
         let auth = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:ferry-test-key".to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -114,8 +150,10 @@ impl Controller {
         let state = Arc::new(ControllerState {
             auth: auth.clone(),
             api_host: api_host.clone(),
-            program,
-            proxy,
+            program: builder.program,
+            proxy: builder.proxy,
+            limits: builder.limits,
+            container_env: builder.container_env,
             workdir,
             actions: Mutex::default(),
             containers: Mutex::default(),
@@ -135,6 +173,11 @@ impl Controller {
             state,
             server,
         }
+    }
+
+    /// The limits it enforces.
+    pub fn limits(&self) -> &ControllerLimits {
+        &self.state.limits
     }
 
     /// Answers the next `n` invocations with 429.
@@ -169,17 +212,78 @@ impl Controller {
         self.state.actions.lock().unwrap().clone()
     }
 
-    /// Stores an action directly: `main` names the ferry function, `concurrency` its limit.
+    /// Stores an action directly, without code, so that it runs the controller's program:
+    /// `main` names the ferry function, `concurrency` its limit. Limits outside the
+    /// controller's are refused as `PUT` refuses them: this panics with the controller's
+    /// message.
     pub fn put_action(&self, name: &str, main: &str, concurrency: u32, timeout_ms: u64) {
+        let limits = self
+            .state
+            .limits
+            .admit(
+                Some(&json!({"concurrency": concurrency, "timeout": timeout_ms})),
+                None,
+            )
+            .unwrap_or_else(|refusal| {
+                let (limits::Refusal::Limit(message) | limits::Refusal::Malformed(message)) =
+                    refusal;
+                panic!(
+                    "put_action({name:?}): {message} (a controller that allows more: Controller::builder(…).limits(…) or .intra_concurrency(…))"
+                )
+            });
         self.state.actions.lock().unwrap().insert(
             name.to_owned(),
             action_document(
                 name,
                 json!({"kind": "native", "main": main, "binary": true, "code": ""}),
-                json!({"concurrency": concurrency, "timeout": timeout_ms, "memory": 256}),
+                limits,
                 1,
             ),
         );
+    }
+}
+
+/// A [`Controller`] being configured: [`Controller::builder`].
+#[derive(Debug)]
+pub struct ControllerBuilder {
+    program: PathBuf,
+    proxy: Option<PathBuf>,
+    limits: ControllerLimits,
+    container_env: Vec<(String, String)>,
+}
+
+impl ControllerBuilder {
+    /// The action limits to enforce (OpenWhisk's defaults otherwise).
+    pub fn limits(mut self, limits: ControllerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Runs actions with code under the ActionLoop proxy `ferry` (`ferry actionloop-host`).
+    pub fn actionloop_proxy(mut self, ferry: impl Into<PathBuf>) -> Self {
+        self.proxy = Some(ferry.into());
+        self
+    }
+
+    /// A variable for the environment of every container, as the invoker's
+    /// `whisk.container-factory.container-args.extra-env-vars` (after `__OW_API_HOST`).
+    pub fn container_env(mut self, key: &str, value: &str) -> Self {
+        self.container_env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// An operator who enabled intra-container concurrency as OpenWhisk's
+    /// `docs/intra-concurrency.md` says: `whisk.concurrency-limit.max` raised to `max`, and
+    /// `__OW_ALLOW_CONCURRENT=true` in every container's environment.
+    pub fn intra_concurrency(self, max: u64) -> Self {
+        let limits = self.limits.clone().with_max_concurrency(max);
+        self.limits(limits)
+            .container_env("__OW_ALLOW_CONCURRENT", "true")
+    }
+
+    /// Starts it on a free loopback port.
+    pub async fn start(self) -> Controller {
+        Controller::serve(self).await
     }
 }
 
@@ -197,6 +301,9 @@ struct ControllerState {
     api_host: String,
     program: PathBuf,
     proxy: Option<PathBuf>,
+    limits: ControllerLimits,
+    /// The operator's extra environment of every container.
+    container_env: Vec<(String, String)>,
     /// Where ActionLoop containers unpack their actions.
     workdir: PathBuf,
     actions: Mutex<BTreeMap<String, Value>>,
@@ -221,6 +328,9 @@ struct Container {
 
 fn router(state: Arc<ControllerState>) -> Router {
     Router::new()
+        .route("/", get(info))
+        .route("/api/v1", get(api_info))
+        .route("/api/v1/", get(api_info))
         .route(
             "/api/v1/namespaces/{namespace}/actions/{*name}",
             get(get_action)
@@ -236,6 +346,23 @@ fn router(state: Arc<ControllerState>) -> Router {
         .route("/api/v1/web/{*path}", any(web))
         .layer(DefaultBodyLimit::max(64 << 20))
         .with_state(state)
+}
+
+/// `GET /`: the controller's info document, its limits those the controller enforces.
+async fn info(State(state): State<Arc<ControllerState>>) -> Json<Value> {
+    Json(state.limits.info())
+}
+
+/// `GET /api/v1`: the API's own document (`RestAPIs.scala`); it holds no limits.
+async fn api_info() -> Json<Value> {
+    Json(json!({
+        "description": "OpenWhisk API",
+        "api_version": "1.0.0",
+        "api_version_path": "v1",
+        "build": "ferry-tests",
+        "buildno": "ferry-tests",
+        "swagger_paths": {"ui": "/docs", "api-docs": "/api-docs"},
+    }))
 }
 
 fn whisk_error(status: StatusCode, message: &str) -> Response {
@@ -355,49 +482,150 @@ async fn put_action(
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return whisk_error(StatusCode::BAD_REQUEST, "The request content was malformed");
     };
-    let Some(exec) = body.get("exec").cloned() else {
-        return whisk_error(
+    let malformed = |message: &str| {
+        whisk_error(
             StatusCode::BAD_REQUEST,
-            "The request content was malformed:\nexec undefined",
-        );
+            &format!("The request content was malformed:\n{message}"),
+        )
     };
-    let limits = body.get("limits").cloned().unwrap_or_else(|| json!({}));
+    // The body decodes as `WhiskActionPut`, `exec` first.
+    if !body.is_object() {
+        return malformed("Object expected in field 'exec'");
+    }
+    let exec = match body.get("exec") {
+        None | Some(Value::Null) => None,
+        Some(exec) => match decode_exec(exec) {
+            Ok(exec) => Some(exec),
+            Err(message) => return malformed(&message),
+        },
+    };
     let mut actions = state.actions.lock().unwrap();
-    let (version, create) = match actions.get(&name) {
+    let existing = actions.get(&name).cloned();
+    // The limits are checked before the action is looked at, an update's missing ones then
+    // taken from the stored action.
+    let stored_limits = existing.as_ref().map(|a| &a["limits"]);
+    let limits = match state.limits.admit(body.get("limits"), stored_limits) {
+        Ok(limits) => limits,
+        Err(limits::Refusal::Malformed(message)) => return malformed(&message),
+        Err(limits::Refusal::Limit(message)) => {
+            return whisk_error(StatusCode::BAD_REQUEST, &message);
+        }
+    };
+    let given_annotations = body.get("annotations").and_then(Value::as_array).cloned();
+    let document = match existing {
         Some(_) if !query.overwrite => {
             return whisk_error(StatusCode::CONFLICT, "resource already exists");
         }
-        Some(existing) => (
-            existing["version"]
+        // An update: what the request does not set stays as it was; annotations are merged.
+        Some(existing) => {
+            let version = existing["version"]
                 .as_str()
                 .and_then(|v| v.rsplit('.').next()?.parse::<u64>().ok())
                 .unwrap_or(0)
-                + 1,
-            false,
-        ),
-        None => (1, true),
+                + 1;
+            let exec = exec.unwrap_or_else(|| existing["exec"].clone());
+            let mut document = action_document(&name, exec.clone(), limits, version);
+            document["parameters"] = body
+                .get("parameters")
+                .filter(|p| !p.is_null())
+                .unwrap_or(&existing["parameters"])
+                .clone();
+            let mut annotations: Vec<Value> = existing["annotations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for given in given_annotations.into_iter().flatten() {
+                annotations.retain(|a| a["key"] != given["key"]);
+                annotations.push(given);
+            }
+            document["annotations"] = amend_annotations(annotations, &exec, false);
+            document
+        }
+        None => {
+            let Some(exec) = exec else {
+                return whisk_error(StatusCode::BAD_REQUEST, "exec undefined");
+            };
+            let mut document = action_document(&name, exec.clone(), limits, 1);
+            if let Some(parameters) = body.get("parameters").filter(|p| !p.is_null()) {
+                document["parameters"] = parameters.clone();
+            }
+            document["annotations"] =
+                amend_annotations(given_annotations.unwrap_or_default(), &exec, true);
+            document
+        }
     };
-    let mut document = action_document(&name, exec.clone(), limits, version);
-    if let Some(parameters) = body.get("parameters") {
-        document["parameters"] = parameters.clone();
-    }
-    // The controller amends annotations: `provide-api-key: false` on a new action that does not
-    // say, and always `exec` with the action's kind.
-    let mut annotations: Vec<Value> = body
-        .get("annotations")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    actions.insert(name.clone(), document.clone());
+    // A changed action gets a fresh container, as OpenWhisk's invoker does.
+    state.containers.lock().unwrap().remove(&name);
+    Json(document).into_response()
+}
+
+/// The controller amends annotations: `provide-api-key: false` on a new action that does not
+/// say, and always `exec` with the action's kind.
+fn amend_annotations(mut annotations: Vec<Value>, exec: &Value, create: bool) -> Value {
     if create && !annotations.iter().any(|a| a["key"] == "provide-api-key") {
         annotations.push(json!({ "key": "provide-api-key", "value": false }));
     }
     annotations.retain(|a| a["key"] != "exec");
     annotations.push(json!({ "key": "exec", "value": exec["kind"].clone() }));
-    document["annotations"] = Value::Array(annotations);
-    actions.insert(name.clone(), document.clone());
-    // A changed action gets a fresh container, as OpenWhisk's invoker does.
-    state.containers.lock().unwrap().remove(&name);
-    Json(document).into_response()
+    Value::Array(annotations)
+}
+
+/// A PUT's `exec` as the controller decodes and stores it (`Exec.scala`); why it does not
+/// decode. A blackbox's image is parsed and stored resolved, its code kept only when not blank
+/// and `binary` then read off the code; other kinds are stored as they come (no managed
+/// runtime runs here).
+fn decode_exec(exec: &Value) -> Result<Value, String> {
+    let Some(fields) = exec.as_object() else {
+        return Err("JSON object expected".to_owned());
+    };
+    let Some(kind) = fields.get("kind").and_then(Value::as_str) else {
+        return Err("'kind' must be a string defined in 'exec'".to_owned());
+    };
+    let kind = kind.trim().to_lowercase();
+    if kind != "blackbox" {
+        let mut exec = exec.clone();
+        exec["kind"] = json!(kind);
+        return Ok(exec);
+    }
+    let Some(image) = fields.get("image").and_then(Value::as_str) else {
+        return Err("'image' must be a string defined in 'exec' for 'blackbox' actions".to_owned());
+    };
+    let Some(image) = image::ImageName::parse(image) else {
+        return Err("could not parse image name".to_owned());
+    };
+    let mut stored = Map::new();
+    stored.insert("kind".into(), json!(kind));
+    stored.insert("image".into(), json!(image.resolved()));
+    let (code, binary) = match fields.get("code") {
+        None => (None, false),
+        Some(Value::String(code)) if code.trim().is_empty() => (None, false),
+        Some(Value::String(code)) => (Some(json!(code)), is_binary_code(code)),
+        // An attachment.
+        Some(code) => (
+            Some(code.clone()),
+            fields
+                .get("binary")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        ),
+    };
+    stored.insert("binary".into(), json!(binary));
+    if let Some(code) = code {
+        stored.insert("code".into(), code);
+    }
+    match fields.get("main") {
+        None => {}
+        Some(Value::String(main)) => {
+            stored.insert("main".into(), json!(main));
+        }
+        Some(_) => {
+            return Err(format!(
+                "if defined, 'main' be a string in 'exec' for '{kind}' actions"
+            ));
+        }
+    }
+    Ok(Value::Object(stored))
 }
 
 async fn get_action(
@@ -490,9 +718,13 @@ async fn invoke(
         .throttled
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     if throttle.is_ok() {
+        let allowed = limits::ACTIONS_PER_MINUTE;
         return whisk_error(
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many requests in the last minute (count: 61, allowed: 60).",
+            &format!(
+                "Too many requests in the last minute (count: {}, allowed: {allowed}).",
+                allowed + 1
+            ),
         );
     }
     if body.len() > MAX_PARAMETERS {
@@ -740,19 +972,19 @@ async fn start_container(
     let concurrency = action["limits"]["concurrency"].as_u64().unwrap_or(1);
     let code = action["exec"]["code"].as_str().unwrap_or_default();
     let mut command = if code.is_empty() {
+        // As every container: `__OW_API_HOST` and the operator's variables.
         let mut command = tokio::process::Command::new(&state.program);
         command
+            .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .env("__OW_API_HOST", &state.api_host)
+            .envs(state.container_env.iter().cloned())
             .env("FERRY_ROLE", "openwhisk")
-            .env("FERRY_LISTEN", "127.0.0.1:0")
-            .env_remove("AWS_LAMBDA_RUNTIME_API");
-        if concurrency > 1 {
-            command.env("__OW_ALLOW_CONCURRENT", "true");
-        }
+            .env("FERRY_LISTEN", "127.0.0.1:0");
         command
     } else {
         let Some(proxy) = &state.proxy else {
             return Err(format!(
-                "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `Controller::with_actionloop_proxy`"
+                "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `ControllerBuilder::actionloop_proxy`"
             ));
         };
         let workdir = state.workdir.join(format!(
@@ -773,7 +1005,8 @@ async fn start_container(
             .arg("--workdir")
             .arg(&workdir)
             .env_clear()
-            .env("__OW_API_HOST", &state.api_host);
+            .env("__OW_API_HOST", &state.api_host)
+            .envs(state.container_env.iter().cloned());
         command
     };
     command
@@ -1257,6 +1490,18 @@ fn http_response(result: &Value) -> Response {
     response
         .body(Body::from(body))
         .unwrap_or_else(|_| invalid_media("message/http"))
+}
+
+/// `Exec.isBinaryCode`: the trimmed code is non-empty, whole base64 blocks, padding only at the
+/// end.
+fn is_binary_code(code: &str) -> bool {
+    let code = code.trim().as_bytes();
+    let alphabet = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/');
+    if code.is_empty() || code.len() % 4 != 0 {
+        return false;
+    }
+    let padding = code.iter().rev().take_while(|b| **b == b'=').count();
+    padding <= 2 && code[..code.len() - padding].iter().all(alphabet)
 }
 
 /// The controller's test for a legacy base64 JSON body: non-empty, a multiple of 4 long, only

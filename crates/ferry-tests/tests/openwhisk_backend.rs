@@ -10,8 +10,13 @@ use ferry_tests::*;
 mod common;
 use common::{both_modes_agree, bounded, numbers};
 
+/// A controller whose operator enabled intra-container concurrency up to the 100 these actions
+/// ask for (OpenWhisk allows 1 by default).
 async fn controller() -> Controller {
-    let controller = Controller::start(env!("CARGO_BIN_EXE_ferry-fixture")).await;
+    let controller = Controller::builder(env!("CARGO_BIN_EXE_ferry-fixture"))
+        .intra_concurrency(100)
+        .start()
+        .await;
     for (action, main, concurrency, timeout_ms) in [
         ("add", "add", 64, 60_000),
         ("greet", "greet", 8, 60_000),
@@ -189,4 +194,202 @@ async fn a_blocking_call_past_the_controllers_wait_is_polled() {
         .unwrap();
     assert_eq!(results.len(), 20);
     assert!(controller.accepted() >= 21);
+}
+
+// ---- The controller's limits and its info document ----
+
+/// `method path` with the controller's credentials and `body`: the status and the JSON answer.
+async fn request(
+    controller: &Controller,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let (user, key) = controller.auth.split_once(':').unwrap();
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{}{path}", controller.api_host))
+        .basic_auth(user, Some(key));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// `PUT` an action (over any existing one).
+async fn put(
+    controller: &Controller,
+    name: &str,
+    action: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let path = format!("/api/v1/namespaces/_/actions/{name}?overwrite=true");
+    request(controller, reqwest::Method::PUT, &path, Some(action)).await
+}
+
+#[tokio::test]
+async fn limits_outside_the_controllers_are_refused_with_its_messages() {
+    let controller = Controller::start(env!("CARGO_BIN_EXE_ferry-fixture")).await;
+    let exec = serde_json::json!({"kind": "blackbox", "image": "openwhisk/dockerskeleton"});
+    for (limits, message) in [
+        (
+            serde_json::json!({"concurrency": 8}),
+            "concurrency 8 exceeds allowed threshold of 1",
+        ),
+        (
+            serde_json::json!({"memory": 1024}),
+            "memory size 1024 MB exceeds allowed threshold of 512 MB",
+        ),
+        (
+            serde_json::json!({"memory": 64}),
+            "memory size 64 MB below allowed threshold of 128 MB",
+        ),
+        (
+            serde_json::json!({"timeout": 300_001}),
+            "duration 300001 milliseconds exceeds allowed threshold of 300000 milliseconds",
+        ),
+        (
+            serde_json::json!({"timeout": 50}),
+            "duration 50 milliseconds below allowed threshold of 100 milliseconds",
+        ),
+        (
+            serde_json::json!({"logs": 11}),
+            "log size 11 MB exceeds allowed threshold of 10 MB",
+        ),
+        (
+            serde_json::json!({"memory": "big"}),
+            "The request content was malformed:\nmemory limit malformed",
+        ),
+    ] {
+        let (status, body) = put(
+            &controller,
+            "refused",
+            serde_json::json!({"exec": exec, "limits": limits}),
+        )
+        .await;
+        assert_eq!((status, body["error"].as_str()), (400, Some(message)));
+        assert!(body["code"].is_string(), "{body}");
+    }
+    assert!(controller.action("refused").is_none());
+    // Limits it does not set are the standard ones.
+    let (status, body) = put(&controller, "standard", serde_json::json!({"exec": exec})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["limits"],
+        serde_json::json!({"timeout": 60_000, "memory": 256, "logs": 10, "concurrency": 1})
+    );
+    let (status, body) = put(&controller, "no-exec", serde_json::json!({})).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("exec undefined"))
+    );
+
+    // An operator who allows a concurrency of 500.
+    let limits = ferry_tests::controller::ControllerLimits::default().with_max_concurrency(500);
+    let controller = Controller::builder(env!("CARGO_BIN_EXE_ferry-fixture"))
+        .limits(limits)
+        .start()
+        .await;
+    let (status, body) = put(
+        &controller,
+        "wide",
+        serde_json::json!({"exec": exec, "limits": {"concurrency": 500, "memory": 512}}),
+    )
+    .await;
+    assert_eq!((status, &body["limits"]["concurrency"]), (200, &500.into()));
+    let (status, body) = put(
+        &controller,
+        "wide",
+        serde_json::json!({"exec": exec, "limits": {"concurrency": 501}}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (
+            400,
+            Some("concurrency 501 exceeds allowed threshold of 500")
+        )
+    );
+    // An update keeps the limits it does not set, and the exec when it sets none.
+    let (status, body) = put(
+        &controller,
+        "wide",
+        serde_json::json!({"limits": {"timeout": 1_000}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["limits"],
+        serde_json::json!({"timeout": 1_000, "memory": 512, "logs": 10, "concurrency": 500})
+    );
+    assert_eq!(body["exec"]["image"], "openwhisk/dockerskeleton");
+    assert_eq!(body["version"], "0.0.2");
+}
+
+#[tokio::test]
+async fn the_info_document_holds_the_limits_in_force() {
+    let http = reqwest::Client::new();
+    let info = |controller: &Controller| {
+        let request = http.get(format!("{}/", controller.api_host));
+        async move {
+            request
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let controller = Controller::start(env!("CARGO_BIN_EXE_ferry-fixture")).await;
+    let document = info(&controller).await;
+    assert_eq!(document["description"], "OpenWhisk");
+    assert_eq!(document["api_paths"], serde_json::json!(["/api/v1"]));
+    const MB: u64 = 1 << 20;
+    assert_eq!(
+        document["limits"],
+        serde_json::json!({
+            "actions_per_minute": 60,
+            "triggers_per_minute": 60,
+            "concurrent_actions": 30,
+            "sequence_length": 50,
+            "default_min_action_duration": 100,
+            "default_max_action_duration": 300_000,
+            "default_min_action_memory": 128 * MB,
+            "default_max_action_memory": 512 * MB,
+            "default_min_action_logs": 0,
+            "default_max_action_logs": 10 * MB,
+            "min_action_duration": 100,
+            "max_action_duration": 300_000,
+            "min_action_memory": 128 * MB,
+            "max_action_memory": 512 * MB,
+            "min_action_logs": 0,
+            "max_action_logs": 10 * MB,
+        })
+    );
+    // `/api/v1` describes the API, not the limits.
+    let api = http
+        .get(format!("{}/api/v1", controller.api_host))
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        (api["description"].as_str(), api.get("limits")),
+        (Some("OpenWhisk API"), None)
+    );
+
+    let mut limits = ferry_tests::controller::ControllerLimits::default();
+    limits.memory_mb.max = 2048;
+    limits.timeout_ms.max = 600_000;
+    let controller = Controller::builder(env!("CARGO_BIN_EXE_ferry-fixture"))
+        .limits(limits)
+        .start()
+        .await;
+    let document = info(&controller).await;
+    assert_eq!(document["limits"]["max_action_memory"], 2048 * MB);
+    assert_eq!(document["limits"]["default_max_action_memory"], 2048 * MB);
+    assert_eq!(document["limits"]["max_action_duration"], 600_000);
 }
