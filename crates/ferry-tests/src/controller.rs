@@ -23,21 +23,40 @@
 //!   and logs in bytes, durations in ms; it says nothing of intra-container concurrency), and
 //!   `GET /api/v1` the API's document, without limits, as the real controller does.
 //! - `POST /api/v1/namespaces/{ns}/actions/{name}?blocking=…&result=…` runs the action in a
-//!   container, as the invoker does: `/init` once with the action's `main`, code and environment
-//!   (the `init: true` parameters plus `__OW_NAMESPACE`, `__OW_ACTION_NAME`, `__OW_DEADLINE`…
-//!   and `__OW_API_KEY` unless the action's `provide-api-key` is false), then `/run` per
-//!   activation with `value` (the action's other parameters, overridden by the request's) and
-//!   the same context (`api_key` likewise). Runs overlap up to the action's concurrency limit
-//!   (OpenWhisk would start more containers where this one queues). As OpenWhisk's invoker, the
+//!   container, as the invoker does: `/init` once with the action's `name`, `main`, `binary`,
+//!   code (if it has any) and environment (the `init: true` parameters plus `__OW_NAMESPACE`,
+//!   `__OW_ACTION_NAME`, `__OW_DEADLINE`… and `__OW_API_KEY` unless the action's
+//!   `provide-api-key` is false), then `/run` per activation with `value` (the action's other
+//!   parameters, overridden by the request's) and the same context (`api_key` likewise). Runs
+//!   overlap up to the action's concurrency limit (OpenWhisk would start more containers where
+//!   this one queues); [`Controller::peak_runs`] tells how many did. As OpenWhisk's invoker, the
 //!   controller tells a container nothing of its concurrency: every container's environment
 //!   gets `__OW_API_HOST` and the operator's variables ([`ControllerBuilder::container_env`];
 //!   [`ControllerBuilder::intra_concurrency`] adds `__OW_ALLOW_CONCURRENT=true` as OpenWhisk's
-//!   `docs/intra-concurrency.md` tells operators to).
-//! - The container of an action with code (`ferry deploy`'s ActionLoop zips) is an ActionLoop
-//!   proxy — `ferry actionloop-host`, which follows the official Go proxy, given with
-//!   [`ControllerBuilder::actionloop_proxy`] — that unpacks the zip and runs its `exec`; an
-//!   action without code ([`Controller::put_action`]) runs the controller's program as a native
-//!   runtime (`FERRY_ROLE=openwhisk`).
+//!   `docs/intra-concurrency.md` tells operators to), over an image's own.
+//! - Which container runs an action:
+//!   - a `blackbox` action whose image names a registry (`host:port/name:tag`, as ferry deploys
+//!     functions built into images) runs THAT image: pulled over the OCI distribution API (plain
+//!     HTTP; an index followed to this host's linux platform; every digest checked), its gzip'd
+//!     or plain tar layers unpacked (whiteouts applied) into a directory of the action's, and its
+//!     config's `Entrypoint` + `Cmd` started from that tree — paths in the image, `PATH` lookups,
+//!     symlinks and `WorkingDir` resolved under it — with the image's `Env`. There is no
+//!     container network, so instead of listening on the container's port 8080 the program is
+//!     given `FERRY_LISTEN=127.0.0.1:0` and must say `ferry: listening on <url>` on stderr, as
+//!     ferry programs do. A pull that fails (unknown image, registry down, an image without a
+//!     registry and without code) fails the activation as the invoker does, an action developer
+//!     error `Failed to pull container image '<image>'.` (the cause goes to stderr); an image
+//!     without its executable, `executable file not found in image <image>`;
+//!   - an action with code (`ferry deploy`'s ActionLoop zips, image `openwhisk/dockerskeleton`)
+//!     runs under an ActionLoop proxy — `ferry actionloop-host`, which follows the official Go
+//!     proxy, given with [`ControllerBuilder::actionloop_proxy`] — that unpacks the zip and runs
+//!     its `exec`;
+//!   - an action with neither ([`Controller::put_action`]) runs the controller's program as a
+//!     native runtime (`FERRY_ROLE=openwhisk`).
+//!
+//!   A container that ends before it answers `/init` fails the activation with `The action did
+//!   not initialize and exited unexpectedly.`, an `/init` that outlives the action's timeout with
+//!   `… during initialization.`
 //! - The answer follows the controller's rules: 200 with the result on success, 502 with the
 //!   result on an application or developer error, 202 with the activation id when a blocking
 //!   call outlives the blocking limit; `GET …/activations/{id}` is 404 until the record exists.
@@ -63,7 +82,7 @@ mod limits;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -80,6 +99,8 @@ use tokio::sync::{OnceCell, watch};
 
 pub use self::limits::{ControllerLimits, LimitRange};
 
+/// How long a container's program gets to say where it listens.
+const STARTING: Duration = Duration::from_secs(60);
 /// OpenWhisk's default limit on an activation's parameters.
 const MAX_PARAMETERS: usize = 1 << 20;
 /// The namespace of the controller's one user.
@@ -107,7 +128,7 @@ pub struct Controller {
 
 impl Controller {
     /// A controller with OpenWhisk's default limits whose containers for actions without code
-    /// run `program` (a ferry program) as a native runtime. Actions with code need
+    /// or image run `program` (a ferry program) as a native runtime. Actions with code need
     /// [`ControllerBuilder::actionloop_proxy`].
     pub async fn start(program: impl Into<PathBuf>) -> Self {
         Self::builder(program).start().await
@@ -124,7 +145,7 @@ impl Controller {
     }
 
     /// A controller to configure (limits, proxy, the containers' environment), then
-    /// [`ControllerBuilder::start`]; `program` runs the actions without code.
+    /// [`ControllerBuilder::start`]; `program` runs the actions without code or image.
     pub fn builder(program: impl Into<PathBuf>) -> ControllerBuilder {
         ControllerBuilder {
             program: program.into(),
@@ -155,6 +176,10 @@ impl Controller {
             limits: builder.limits,
             container_env: builder.container_env,
             workdir,
+            registry_client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()
+                .expect("an HTTP client"),
             actions: Mutex::default(),
             containers: Mutex::default(),
             activations: Mutex::default(),
@@ -212,8 +237,8 @@ impl Controller {
         self.state.actions.lock().unwrap().clone()
     }
 
-    /// Stores an action directly, without code, so that it runs the controller's program:
-    /// `main` names the ferry function, `concurrency` its limit. Limits outside the
+    /// Stores an action directly, without code or image, so that it runs the controller's
+    /// program: `main` names the ferry function, `concurrency` its limit. Limits outside the
     /// controller's are refused as `PUT` refuses them: this panics with the controller's
     /// message.
     pub fn put_action(&self, name: &str, main: &str, concurrency: u32, timeout_ms: u64) {
@@ -240,6 +265,14 @@ impl Controller {
                 1,
             ),
         );
+    }
+
+    /// The most `/run`s the action's current container has had in flight at once (0 when it
+    /// has none).
+    pub fn peak_runs(&self, action: &str) -> usize {
+        let cell = self.state.containers.lock().unwrap().get(action).cloned();
+        cell.and_then(|cell| cell.get().map(|c| c.peak.load(Ordering::SeqCst)))
+            .unwrap_or(0)
     }
 }
 
@@ -304,8 +337,10 @@ struct ControllerState {
     limits: ControllerLimits,
     /// The operator's extra environment of every container.
     container_env: Vec<(String, String)>,
-    /// Where ActionLoop containers unpack their actions.
+    /// Where ActionLoop containers unpack their actions and images are unpacked.
     workdir: PathBuf,
+    /// Pulls images.
+    registry_client: reqwest::Client,
     actions: Mutex<BTreeMap<String, Value>>,
     containers: Mutex<HashMap<String, Arc<OnceCell<Container>>>>,
     activations: Mutex<HashMap<String, Value>>,
@@ -323,6 +358,9 @@ struct Container {
     /// Runs beyond the action's concurrency limit wait here (OpenWhisk would start another
     /// container; one is enough for tests).
     slots: tokio::sync::Semaphore,
+    /// `/run`s in flight, and the most at once.
+    running: AtomicUsize,
+    peak: AtomicUsize,
     _child: tokio::process::Child,
 }
 
@@ -873,7 +911,8 @@ async fn activate(
             .slots
             .acquire()
             .await
-            .map_err(|_| "the container is gone".to_owned())?;
+            .map_err(|_| Failure::developer("the container is gone"))?;
+        let _in_flight = InFlight::start(&container);
         let mut run = context.clone();
         run.insert("value".into(), Value::Object(value));
         let sent = container
@@ -886,7 +925,9 @@ async fn activate(
                 "action developer error",
                 json!({ "error": format!("The action exceeded its time limits of {timeout_ms} milliseconds.") }),
             )),
-            Ok(Err(e)) => Err(format!("the container did not answer: {e}")),
+            Ok(Err(e)) => Err(Failure::developer(format!(
+                "the container did not answer: {e}"
+            ))),
             Ok(Ok(response)) => {
                 let ok = response.status().is_success();
                 let result = response.json::<Value>().await.ok();
@@ -907,9 +948,8 @@ async fn activate(
         }
     }
     .await;
-    // A container that cannot start or initialize fails the activation as the action's fault.
     let (status, result) =
-        outcome.unwrap_or_else(|message| ("action developer error", json!({ "error": message })));
+        outcome.unwrap_or_else(|failure| (failure.status, json!({ "error": failure.error })));
     let status_code = match status {
         "success" => 0,
         "application error" => 1,
@@ -939,7 +979,7 @@ async fn container(
     action: &Value,
     init_parameters: &Map<String, Value>,
     context: &Map<String, Value>,
-) -> Result<ContainerRef, String> {
+) -> Result<ContainerRef, Failure> {
     let cell = state
         .containers
         .lock()
@@ -962,52 +1002,166 @@ impl std::ops::Deref for ContainerRef {
     }
 }
 
+/// Why an activation ran no code, as the invoker reports it: its status and `error`.
+#[derive(Debug)]
+struct Failure {
+    status: &'static str,
+    error: Value,
+}
+
+impl Failure {
+    /// The action's fault.
+    fn developer(error: impl Into<Value>) -> Self {
+        Self {
+            status: "action developer error",
+            error: error.into(),
+        }
+    }
+
+    /// The platform's fault.
+    fn whisk(error: impl Into<Value>) -> Self {
+        Self {
+            status: "whisk internal error",
+            error: error.into(),
+        }
+    }
+}
+
+/// A `/run` in flight in a container, counted while it lives.
+struct InFlight<'a>(&'a Container);
+
+impl<'a> InFlight<'a> {
+    fn start(container: &'a Container) -> Self {
+        let now = container.running.fetch_add(1, Ordering::SeqCst) + 1;
+        container.peak.fetch_max(now, Ordering::SeqCst);
+        Self(container)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `ImageName` of a stored action's image, if it has one.
+fn image_of(action: &Value) -> Option<image::ImageName> {
+    action["exec"]["image"]
+        .as_str()
+        .and_then(image::ImageName::parse)
+}
+
 async fn start_container(
     state: &ControllerState,
     name: &str,
     action: &Value,
     init_parameters: &Map<String, Value>,
     context: &Map<String, Value>,
-) -> Result<Container, String> {
+) -> Result<Container, Failure> {
     let concurrency = action["limits"]["concurrency"].as_u64().unwrap_or(1);
+    let timeout_ms = action["limits"]["timeout"].as_u64().unwrap_or(60_000);
     let code = action["exec"]["code"].as_str().unwrap_or_default();
-    let mut command = if code.is_empty() {
-        // As every container: `__OW_API_HOST` and the operator's variables.
-        let mut command = tokio::process::Command::new(&state.program);
-        command
-            .env_remove("AWS_LAMBDA_RUNTIME_API")
-            .env("__OW_API_HOST", &state.api_host)
-            .envs(state.container_env.iter().cloned())
-            .env("FERRY_ROLE", "openwhisk")
-            .env("FERRY_LISTEN", "127.0.0.1:0");
-        command
-    } else {
-        let Some(proxy) = &state.proxy else {
-            return Err(format!(
-                "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `ControllerBuilder::actionloop_proxy`"
-            ));
-        };
-        let workdir = state.workdir.join(format!(
-            "{name}-{}",
-            action["version"].as_str().unwrap_or("0")
-        ));
-        // The runtime image's own environment: the proxy passes `__OW_*` on to the executable.
-        let mut command = tokio::process::Command::new(proxy);
-        command
-            .args([
-                "actionloop-host",
-                "--listen",
-                "127.0.0.1:0",
-                "--copies",
-                "1",
-            ])
-            .arg("--wait-for-ack")
-            .arg("--workdir")
-            .arg(&workdir)
-            .env_clear()
-            .env("__OW_API_HOST", &state.api_host)
-            .envs(state.container_env.iter().cloned());
-        command
+    let version = action["version"].as_str().unwrap_or("0");
+    let image = image_of(action);
+    let mut command = match image {
+        // The image named, pulled from its registry.
+        Some(image) if image.has_registry() => {
+            let root = state.workdir.join(format!("{name}-{version}-image"));
+            let unpacked = image::pull(&state.registry_client, &image, &root)
+                .await
+                .map_err(|cause| {
+                    eprintln!(
+                        "ferry-tests controller: pulling {} for `{name}`: {cause}",
+                        image.resolved()
+                    );
+                    Failure::developer(format!(
+                        "Failed to pull container image '{}'.",
+                        image.resolved()
+                    ))
+                })?;
+            let (executable, argv, cwd) = match unpacked.command() {
+                image::Start::Run {
+                    executable,
+                    argv,
+                    cwd,
+                } => (executable, argv, cwd),
+                // `docker run` fails: the invoker blames itself.
+                image::Start::NoCommand => {
+                    return Err(Failure::whisk(
+                        "Failed to provision resources to run the action.",
+                    ));
+                }
+                image::Start::NotFound => {
+                    return Err(Failure::developer(format!(
+                        "executable file not found in image {}",
+                        image.resolved()
+                    )));
+                }
+            };
+            std::fs::create_dir_all(&cwd)
+                .map_err(|e| Failure::whisk(format!("cannot make the working directory: {e}")))?;
+            let mut command = tokio::process::Command::new(executable);
+            command
+                .arg0(&argv[0])
+                .args(&argv[1..])
+                .current_dir(cwd)
+                .env_clear()
+                .envs(unpacked.environment())
+                .env("__OW_API_HOST", &state.api_host)
+                .envs(state.container_env.iter().cloned())
+                // No container network: the program listens on a loopback port of its choice
+                // rather than the container's 8080, and says which.
+                .env("FERRY_LISTEN", "127.0.0.1:0");
+            command
+        }
+        // Code, for the ActionLoop proxy (`openwhisk/dockerskeleton`).
+        _ if !code.trim().is_empty() => {
+            let Some(proxy) = &state.proxy else {
+                return Err(Failure::developer(format!(
+                    "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `ControllerBuilder::actionloop_proxy`"
+                )));
+            };
+            let workdir = state.workdir.join(format!("{name}-{version}"));
+            // The runtime image's own environment: the proxy passes `__OW_*` on to the executable.
+            let mut command = tokio::process::Command::new(proxy);
+            command
+                .args([
+                    "actionloop-host",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--copies",
+                    "1",
+                ])
+                .arg("--wait-for-ack")
+                .arg("--workdir")
+                .arg(&workdir)
+                .env_clear()
+                .env("__OW_API_HOST", &state.api_host)
+                .envs(state.container_env.iter().cloned());
+            command
+        }
+        // An image from no registry, without code: nowhere to pull it from.
+        Some(image) => {
+            eprintln!(
+                "ferry-tests controller: `{name}`'s image {} names no registry; this controller pulls from none other",
+                image.resolved()
+            );
+            return Err(Failure::developer(format!(
+                "Failed to pull container image '{}'.",
+                image.resolved()
+            )));
+        }
+        // Neither code nor image: the controller's own program, as a native runtime.
+        None => {
+            let mut command = tokio::process::Command::new(&state.program);
+            command
+                .env_remove("AWS_LAMBDA_RUNTIME_API")
+                .env("__OW_API_HOST", &state.api_host)
+                .envs(state.container_env.iter().cloned())
+                .env("FERRY_ROLE", "openwhisk")
+                .env("FERRY_LISTEN", "127.0.0.1:0");
+            command
+        }
     };
     command
         .stdout(Stdio::null())
@@ -1015,22 +1169,63 @@ async fn start_container(
         .kill_on_drop(true);
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start the container of `{name}`: {e}"))?;
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let base = loop {
-        match lines.next_line().await {
-            Ok(Some(line)) => {
-                if let Some(base) = line.strip_prefix("ferry: listening on ") {
-                    break base.to_owned();
+        .map_err(|e| Failure::whisk(format!("cannot start the container of `{name}`: {e}")))?;
+    let stderr = child.stderr.take().expect("piped");
+    let (base, client) = initialize(
+        name,
+        action,
+        code,
+        timeout_ms,
+        init_parameters,
+        context,
+        stderr,
+    )
+    .await?;
+    Ok(Container {
+        base,
+        client,
+        slots: tokio::sync::Semaphore::new(concurrency.max(1) as usize),
+        running: AtomicUsize::new(0),
+        peak: AtomicUsize::new(0),
+        _child: child,
+    })
+}
+
+/// Waits for a started container to listen, then `/init`s it as the invoker does: `name`,
+/// `main`, `binary`, the code if the action has any, and `env` (the init parameters, then the
+/// activation context as `__OW_*`). Its address and a client.
+async fn initialize(
+    name: &str,
+    action: &Value,
+    code: &str,
+    timeout_ms: u64,
+    init_parameters: &Map<String, Value>,
+    context: &Map<String, Value>,
+    stderr: tokio::process::ChildStderr,
+) -> Result<(String, reqwest::Client), Failure> {
+    let abnormal = || Failure::developer("The action did not initialize and exited unexpectedly.");
+    let mut lines = BufReader::new(stderr).lines();
+    let listening = async {
+        loop {
+            match lines.next_line().await {
+                Ok(Some(line)) => {
+                    if let Some(base) = line.strip_prefix("ferry: listening on ") {
+                        break Some(base.to_owned());
+                    }
                 }
+                _ => break None,
             }
-            _ => return Err("the container exited before listening".to_owned()),
         }
+    };
+    // Starting the process stands for `docker run`, which has no deadline of the action's; a
+    // program that never says where it listens is given up after a minute.
+    let base = match tokio::time::timeout(STARTING, listening).await {
+        Ok(Some(base)) => base,
+        Ok(None) | Err(_) => return Err(abnormal()),
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let client = reqwest::Client::new();
     let main = action["exec"]["main"].as_str().unwrap_or("main");
-    // The environment at /init: the init parameters, then the activation context as `__OW_*`.
     let mut env = Map::new();
     for (key, value) in init_parameters {
         let text = match value {
@@ -1046,31 +1241,44 @@ async fn start_container(
             .map_or_else(|| value.to_string(), str::to_owned);
         env.insert(format!("__OW_{}", key.to_uppercase()), Value::String(text));
     }
+    let mut value = json!({
+        "name": name,
+        "main": main,
+        "binary": action["exec"]["binary"].as_bool().unwrap_or(false),
+        "env": env,
+    });
+    if !code.trim().is_empty() {
+        value["code"] = json!(code);
+    }
+    // `/init` has the action's time limit.
     let init = client
         .post(format!("{base}/init"))
-        .json(&json!({"value": {
-            "name": name,
-            "main": main,
-            "code": code,
-            "binary": action["exec"]["binary"].as_bool().unwrap_or(true),
-            "env": env,
-        }}))
+        .json(&json!({ "value": value }))
+        .timeout(Duration::from_millis(timeout_ms))
         .send()
         .await
-        .map_err(|e| format!("/init failed: {e}"))?;
+        .map_err(|e| {
+            if e.is_timeout() {
+                Failure::developer(format!(
+                    "The action exceeded its time limits of {timeout_ms} milliseconds during initialization."
+                ))
+            } else {
+                abnormal()
+            }
+        })?;
     if !init.status().is_success() {
-        return Err(format!(
-            "/init answered {}: {}",
-            init.status(),
-            init.text().await.unwrap_or_default()
-        ));
+        // The container's `error`, else what it said.
+        let text = init.text().await.unwrap_or_default();
+        let error = match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(mut fields)) if fields.contains_key("error") => {
+                fields.remove("error").unwrap_or_default()
+            }
+            _ if text.is_empty() => json!("The action failed during initialization."),
+            _ => json!(format!("The action failed during initialization: {text}")),
+        };
+        return Err(Failure::developer(error));
     }
-    Ok(Container {
-        base,
-        client,
-        slots: tokio::sync::Semaphore::new(concurrency.max(1) as usize),
-        _child: child,
-    })
+    Ok((base, client))
 }
 
 // ---- Web actions ----

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use ferry::{Codec, Context, ErrorKind, OpenWhiskConfig, RetryPolicy};
 use ferry_tests::controller::Controller;
+use ferry_tests::registry::{Image, Registry, host_platform};
 use ferry_tests::*;
 
 mod common;
@@ -196,7 +197,7 @@ async fn a_blocking_call_past_the_controllers_wait_is_polled() {
     assert!(controller.accepted() >= 21);
 }
 
-// ---- The controller's limits and its info document ----
+// ---- The controller's limits, its info document and actions that are images ----
 
 /// `method path` with the controller's credentials and `body`: the status and the JSON answer.
 async fn request(
@@ -225,6 +226,14 @@ async fn put(
 ) -> (u16, serde_json::Value) {
     let path = format!("/api/v1/namespaces/_/actions/{name}?overwrite=true");
     request(controller, reqwest::Method::PUT, &path, Some(action)).await
+}
+
+/// The action ferry deploys for a function built into an image: a blackbox action with no code.
+fn image_action(image: &str, concurrency: u64) -> serde_json::Value {
+    serde_json::json!({
+        "exec": {"kind": "blackbox", "image": image, "binary": false},
+        "limits": {"concurrency": concurrency},
+    })
 }
 
 #[tokio::test]
@@ -392,4 +401,160 @@ async fn the_info_document_holds_the_limits_in_force() {
     assert_eq!(document["limits"]["max_action_memory"], 2048 * MB);
     assert_eq!(document["limits"]["default_max_action_memory"], 2048 * MB);
     assert_eq!(document["limits"]["max_action_duration"], 600_000);
+}
+
+/// The fixture program as ferry would ship it in an image.
+fn fixture_image() -> Image {
+    Image::new()
+        .executable("/app/ferry-fixture", env!("CARGO_BIN_EXE_ferry-fixture"))
+        .entrypoint(&["/app/ferry-fixture"])
+        .env("FERRY_ROLE", "openwhisk")
+}
+
+/// An architecture that is not this host's.
+fn other_architecture() -> &'static str {
+    if host_platform().1 == "amd64" {
+        "arm64"
+    } else {
+        "amd64"
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_actions_run_their_pulled_image_with_intra_container_concurrency() {
+    let registry = Registry::start();
+    // An index: this host's platform has the fixture, the other an image that cannot start.
+    let broken = Image::new()
+        .file("/app/readme", "no program here", 0o644)
+        .entrypoint(&["/app/ferry-fixture"]);
+    let image = registry.push_platforms(
+        &[
+            (other_architecture(), &broken),
+            (host_platform().1.as_str(), &fixture_image()),
+        ],
+        "ferry/fixture:1",
+    );
+    let controller = Controller::builder(env!("CARGO_BIN_EXE_ferry-fixture"))
+        .intra_concurrency(8)
+        .start()
+        .await;
+    for name in ["wait_50ms", "add"] {
+        let (status, body) = put(&controller, name, image_action(&image, 8)).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["exec"],
+            serde_json::json!({"kind": "blackbox", "image": image, "binary": false})
+        );
+        assert_eq!(
+            body["limits"],
+            serde_json::json!({"timeout": 60_000, "memory": 256, "logs": 10, "concurrency": 8})
+        );
+    }
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    // Runs overlap in the one container, up to the action's concurrency.
+    let waits = bounded(ctx.map((0..16).map(|_| Wait50ms {})))
+        .await
+        .unwrap();
+    assert_eq!(waits.len(), 16);
+    let peak = controller.peak_runs("wait_50ms");
+    assert!((2..=8).contains(&peak), "{peak} runs at once");
+    // Each caller gets its own answer.
+    let sums = bounded(ctx.map((0..32).map(|i| Add { a: i, b: 1_000 })))
+        .await
+        .unwrap();
+    assert_eq!(sums, (0..32).map(|i| i + 1_000).collect::<Vec<i64>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_that_cannot_be_pulled_or_started_fails_its_activation() {
+    let registry = Registry::start();
+    let plain = registry.push(&fixture_image(), "plain:1");
+    let no_program = registry.push(
+        &Image::new()
+            .entrypoint(&["ferry-fixture"])
+            .env("PATH", "/app"),
+        "no-program:1",
+    );
+    let missing = format!("{}/missing:1", registry.host());
+    let unreachable = "127.0.0.1:1/fixture:1";
+    let controller = Controller::start(env!("CARGO_BIN_EXE_ferry-fixture")).await;
+    // A single-platform image runs.
+    put(&controller, "add", image_action(&plain, 1)).await;
+    let ctx = Context::openwhisk(config(&controller)).unwrap();
+    assert_eq!(ctx.call(Add { a: 1, b: 2 }).await.unwrap(), 3);
+    for (image, error) in [
+        (
+            missing.as_str(),
+            format!("Failed to pull container image '{missing}'."),
+        ),
+        (
+            unreachable,
+            format!("Failed to pull container image '{unreachable}'."),
+        ),
+        (
+            no_program.as_str(),
+            format!("executable file not found in image {no_program}"),
+        ),
+    ] {
+        let (status, _) = put(&controller, "broken", image_action(image, 1)).await;
+        assert_eq!(status, 200);
+        let (status, record) = request(
+            &controller,
+            reqwest::Method::POST,
+            "/api/v1/namespaces/_/actions/broken?blocking=true",
+            Some(serde_json::json!({})),
+        )
+        .await;
+        assert_eq!(status, 502, "{record}");
+        assert_eq!(record["response"]["status"], "action developer error");
+        assert_eq!(
+            record["response"]["result"],
+            serde_json::json!({ "error": error })
+        );
+    }
+    drop(registry);
+    // Pulled again for a new container: the registry is gone.
+    put(&controller, "add", image_action(&plain, 1)).await;
+    let error = ctx.call(Add { a: 1, b: 2 }).await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("Failed to pull container image '{plain}'.")),
+        "{error}"
+    );
+}
+
+/// OpenWhisk tells a container nothing of its action's concurrency: the invoker only sends it
+/// that many activations at once. Its environment is the image's, then `__OW_API_HOST` and the
+/// operator's variables, so a ferry image that sets `__OW_ALLOW_CONCURRENT=true` itself runs
+/// them side by side where the operator only raised the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_allows_concurrent_runs_by_its_own_environment() {
+    let registry = Registry::start();
+    let silent = registry.push(&fixture_image(), "silent:1");
+    let allowing = registry.push(
+        &fixture_image().env("__OW_ALLOW_CONCURRENT", "true"),
+        "allowing:1",
+    );
+    let limits = ferry_tests::controller::ControllerLimits::default().with_max_concurrency(8);
+    let controller = Controller::builder(env!("CARGO_BIN_EXE_ferry-fixture"))
+        .limits(limits)
+        .start()
+        .await;
+    let ctx = Context::openwhisk(config(&controller).retry(RetryPolicy::NEVER)).unwrap();
+    put(&controller, "wait_50ms", image_action(&silent, 8)).await;
+    let refused = bounded(ctx.map((0..16).map(|_| Wait50ms {}))).await;
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("System not ready, status is running."),
+        "the runtime refuses a second run at once"
+    );
+    put(&controller, "wait_50ms", image_action(&allowing, 8)).await;
+    let waits = bounded(ctx.map((0..16).map(|_| Wait50ms {})))
+        .await
+        .unwrap();
+    assert_eq!(waits.len(), 16);
+    assert!(controller.peak_runs("wait_50ms") >= 2);
 }
