@@ -61,6 +61,16 @@ if ! command -v redis-server >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
 fi
 
+# The OpenWhisk tests pull images from a real OCI registry on loopback: Debian's reference
+# registry (`ferry_tests::registry`), started by the tests themselves.
+if ! [ -x /usr/bin/docker-registry ]; then
+  echo "== installing docker-registry"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq docker-registry >/dev/null
+fi
+
 # `ferry deploy --platform lambda`'s tests run against moto's server, a real implementation of
 # the Lambda and IAM APIs (PyPI `moto[server]`), started by the tests themselves on loopback.
 python="$(python3 -c 'import sys; print(sys.executable)')"

@@ -38,9 +38,22 @@ async fn ferry_on(controller: &Controller, args: &[&str], extra: &[(&str, &str)]
     .unwrap()
 }
 
-/// A controller whose containers run deployed code under `ferry actionloop-host`.
-async fn controller(program: &Path) -> Controller {
-    Controller::with_actionloop_proxy(program, env!("CARGO_BIN_EXE_ferry")).await
+/// A controller whose containers run deployed code under `ferry actionloop-host`, and whose
+/// operator enabled intra-container concurrency up to the most any function of the program in
+/// `dir` asks for (OpenWhisk allows 1 by default).
+async fn controller(program: &Path, dir: &Path) -> Controller {
+    let most = manifest(dir)["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["concurrency"].as_u64())
+        .max()
+        .unwrap_or(1);
+    Controller::builder(program)
+        .actionloop_proxy(env!("CARGO_BIN_EXE_ferry"))
+        .intra_concurrency(most)
+        .start()
+        .await
 }
 
 /// The action executable of the built zip, as a file of its own.
@@ -78,7 +91,7 @@ async fn deploy_creates_then_updates_then_skips_and_actions_run() {
     let dir = fixture("openwhisk");
     let dir_arg = dir.to_str().unwrap();
     let scratch = Scratch::new("openwhisk-deploy");
-    let controller = controller(&exec_of(dir, &scratch)).await;
+    let controller = controller(&exec_of(dir, &scratch), dir).await;
     let functions = manifest(dir)["functions"].as_array().unwrap().len();
 
     let listing = ok(
@@ -228,7 +241,7 @@ async fn bad_settings_are_clear_errors() {
     let dir = fixture("openwhisk");
     let dir_arg = dir.to_str().unwrap();
     let scratch = Scratch::new("openwhisk-errors");
-    let controller = controller(&exec_of(dir, &scratch)).await;
+    let controller = controller(&exec_of(dir, &scratch), dir).await;
     let deploy = ["deploy", "--platform", "openwhisk", "--dir", dir_arg];
 
     let refused = fails(
@@ -268,6 +281,20 @@ async fn bad_settings_are_clear_errors() {
     .unwrap();
     let missing = fails(&output, "deploy without a build");
     assert!(missing.contains("run `ferry build"), "{missing}");
+
+    // A stock OpenWhisk allows an intra-container concurrency of 1: functions that ask for more
+    // are refused, with the controller's message.
+    let stock =
+        Controller::with_actionloop_proxy(scratch.path().join("exec"), env!("CARGO_BIN_EXE_ferry"))
+            .await;
+    let refused = fails(
+        &ferry_on(&stock, &deploy, &[]).await,
+        "deploy to a controller that allows no concurrency",
+    );
+    assert!(
+        refused.contains("400") && refused.contains("exceeds allowed threshold of 1"),
+        "{refused}"
+    );
 }
 
 /// The web app's line under ferry's table: `web app: <url>`.
@@ -284,7 +311,7 @@ async fn a_web_app_deploys_as_a_web_action_that_serves_the_router() {
     let dir = web_fixture("openwhisk");
     let dir_arg = dir.to_str().unwrap();
     let scratch = Scratch::new("openwhisk-web");
-    let controller = controller(&exec_of_program(dir, "web-fixture", &scratch)).await;
+    let controller = controller(&exec_of_program(dir, "web-fixture", &scratch), dir).await;
     let functions = manifest(dir)["functions"].as_array().unwrap().len();
     let deploy = ["deploy", "--platform", "openwhisk", "--dir", dir_arg];
     let ls = ["ls", "--platform", "openwhisk", "--dir", dir_arg];

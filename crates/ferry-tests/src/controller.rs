@@ -6,20 +6,57 @@
 //!   `parameters`, `annotations`; a new action gets `provide-api-key: false` unless it says
 //!   otherwise, and every action an `exec` annotation with its kind, as the controller amends
 //!   them); `GET` reads it back, `GET …/actions` lists, `DELETE` removes. The one user's
-//!   namespace is `guest` (`_` in paths means it; any other is refused with 403).
+//!   namespace is `guest` (`_` in paths means it; any other is refused with 403). A new action
+//!   needs an `exec` (400 `exec undefined`); an update keeps what it does not set, and merges
+//!   its annotations into the stored ones. A `blackbox` exec is stored as the controller stores
+//!   it: its `image` parsed and resolved, its code only when not blank, `binary` read off the
+//!   code; other kinds as they come (no managed runtime runs here).
+//! - Limits are the controller's ([`ControllerLimits`]; OpenWhisk's shipped defaults unless
+//!   [`ControllerBuilder::limits`] or [`ControllerBuilder::intra_concurrency`] say otherwise):
+//!   a `limits.memory`, `timeout`, `logs` or `concurrency` outside its range is refused with 400
+//!   and OpenWhisk's message (`concurrency 8 exceeds allowed threshold of 1`, `memory size 1024
+//!   MB exceeds allowed threshold of 512 MB`, `duration 50 milliseconds below allowed threshold
+//!   of 100 milliseconds`…), a malformed one with `The request content was malformed:\n…`; a
+//!   new action's missing limits are the standard ones, an update's the stored ones.
+//!   [`Controller::put_action`] checks the same way and panics with the message.
+//! - `GET /` answers the controller's info document, whose `limits` are those in force (memory
+//!   and logs in bytes, durations in ms; it says nothing of intra-container concurrency), and
+//!   `GET /api/v1` the API's document, without limits, as the real controller does.
 //! - `POST /api/v1/namespaces/{ns}/actions/{name}?blocking=…&result=…` runs the action in a
-//!   container, as the invoker does: `/init` once with the action's `main`, code and environment
-//!   (the `init: true` parameters plus `__OW_NAMESPACE`, `__OW_ACTION_NAME`, `__OW_DEADLINE`…
-//!   and `__OW_API_KEY` unless the action's `provide-api-key` is false), then `/run` per
-//!   activation with `value` (the action's other parameters, overridden by the request's) and
-//!   the same context (`api_key` likewise). Runs overlap up to the action's concurrency limit,
-//!   with `__OW_ALLOW_CONCURRENT` above 1 (OpenWhisk would start more containers where this one
-//!   queues).
-//! - The container of an action with code (`ferry deploy`'s ActionLoop zips) is an ActionLoop
-//!   proxy — `ferry actionloop-host`, which follows the official Go proxy, given with
-//!   [`Controller::with_actionloop_proxy`] — that unpacks the zip and runs its `exec`; an action
-//!   without code ([`Controller::put_action`]) runs the controller's program as a native runtime
-//!   (`FERRY_ROLE=openwhisk`).
+//!   container, as the invoker does: `/init` once with the action's `name`, `main`, `binary`,
+//!   code (if it has any) and environment (the `init: true` parameters plus `__OW_NAMESPACE`,
+//!   `__OW_ACTION_NAME`, `__OW_DEADLINE`… and `__OW_API_KEY` unless the action's
+//!   `provide-api-key` is false), then `/run` per activation with `value` (the action's other
+//!   parameters, overridden by the request's) and the same context (`api_key` likewise). Runs
+//!   overlap up to the action's concurrency limit (OpenWhisk would start more containers where
+//!   this one queues); [`Controller::peak_runs`] tells how many did. As OpenWhisk's invoker, the
+//!   controller tells a container nothing of its concurrency: every container's environment
+//!   gets `__OW_API_HOST` and the operator's variables ([`ControllerBuilder::container_env`];
+//!   [`ControllerBuilder::intra_concurrency`] adds `__OW_ALLOW_CONCURRENT=true` as OpenWhisk's
+//!   `docs/intra-concurrency.md` tells operators to), over an image's own.
+//! - Which container runs an action:
+//!   - a `blackbox` action whose image names a registry (`host:port/name:tag`, as ferry deploys
+//!     functions built into images) runs THAT image: pulled over the OCI distribution API (plain
+//!     HTTP; an index followed to this host's linux platform; every digest checked), its gzip'd
+//!     or plain tar layers unpacked (whiteouts applied) into a directory of the action's, and its
+//!     config's `Entrypoint` + `Cmd` started from that tree — paths in the image, `PATH` lookups,
+//!     symlinks and `WorkingDir` resolved under it — with the image's `Env`. There is no
+//!     container network, so instead of listening on the container's port 8080 the program is
+//!     given `FERRY_LISTEN=127.0.0.1:0` and must say `ferry: listening on <url>` on stderr, as
+//!     ferry programs do. A pull that fails (unknown image, registry down, an image without a
+//!     registry and without code) fails the activation as the invoker does, an action developer
+//!     error `Failed to pull container image '<image>'.` (the cause goes to stderr); an image
+//!     without its executable, `executable file not found in image <image>`;
+//!   - an action with code (`ferry deploy`'s ActionLoop zips, image `openwhisk/dockerskeleton`)
+//!     runs under an ActionLoop proxy — `ferry actionloop-host`, which follows the official Go
+//!     proxy, given with [`ControllerBuilder::actionloop_proxy`] — that unpacks the zip and runs
+//!     its `exec`;
+//!   - an action with neither ([`Controller::put_action`]) runs the controller's program as a
+//!     native runtime (`FERRY_ROLE=openwhisk`).
+//!
+//!   A container that ends before it answers `/init` fails the activation with `The action did
+//!   not initialize and exited unexpectedly.`, an `/init` that outlives the action's timeout with
+//!   `… during initialization.`
 //! - The answer follows the controller's rules: 200 with the result on success, 502 with the
 //!   result on an application or developer error, 202 with the activation id when a blocking
 //!   call outlives the blocking limit; `GET …/activations/{id}` is 404 until the record exists.
@@ -39,10 +76,13 @@
 //!   `error` field the same way, a developer error 400. Unless the action has
 //!   `web-custom-options: true`, the controller answers `OPTIONS` itself and adds CORS headers.
 
+mod image;
+mod limits;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -57,6 +97,10 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{OnceCell, watch};
 
+pub use self::limits::{ControllerLimits, LimitRange};
+
+/// How long a container's program gets to say where it listens.
+const STARTING: Duration = Duration::from_secs(60);
 /// OpenWhisk's default limit on an activation's parameters.
 const MAX_PARAMETERS: usize = 1 << 20;
 /// The namespace of the controller's one user.
@@ -83,24 +127,37 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A controller whose containers for actions without code run `program` (a ferry program)
-    /// as a native runtime. Actions with code need [`Controller::with_actionloop_proxy`].
+    /// A controller with OpenWhisk's default limits whose containers for actions without code
+    /// or image run `program` (a ferry program) as a native runtime. Actions with code need
+    /// [`ControllerBuilder::actionloop_proxy`].
     pub async fn start(program: impl Into<PathBuf>) -> Self {
-        Self::serve(program.into(), None).await
+        Self::builder(program).start().await
     }
 
-    /// A controller that also runs actions with code (ActionLoop zips with `exec`, as
-    /// `ferry deploy` makes them) under the ActionLoop proxy `ferry` (`ferry actionloop-host`,
-    /// one copy at a time as the official proxy).
+    /// A controller with OpenWhisk's default limits that also runs actions with code
+    /// (ActionLoop zips with `exec`, as `ferry deploy` makes them) under the ActionLoop proxy
+    /// `ferry` (`ferry actionloop-host`, one copy at a time as the official proxy).
     pub async fn with_actionloop_proxy(
         program: impl Into<PathBuf>,
         ferry: impl Into<PathBuf>,
     ) -> Self {
-        Self::serve(program.into(), Some(ferry.into())).await
+        Self::builder(program).actionloop_proxy(ferry).start().await
     }
 
-    async fn serve(program: PathBuf, proxy: Option<PathBuf>) -> Self {
+    /// A controller to configure (limits, proxy, the containers' environment), then
+    /// [`ControllerBuilder::start`]; `program` runs the actions without code or image.
+    pub fn builder(program: impl Into<PathBuf>) -> ControllerBuilder {
+        ControllerBuilder {
+            program: program.into(),
+            proxy: None,
+            limits: ControllerLimits::default(),
+            container_env: Vec::new(),
+        }
+    }
+
+    async fn serve(builder: ControllerBuilder) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
+        builder.limits.check_ranges();
         let auth = "23bc46b1-71f6-4ed5-8c54-816aa4f8c502:ferry-test-key".to_owned();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -114,9 +171,15 @@ impl Controller {
         let state = Arc::new(ControllerState {
             auth: auth.clone(),
             api_host: api_host.clone(),
-            program,
-            proxy,
+            program: builder.program,
+            proxy: builder.proxy,
+            limits: builder.limits,
+            container_env: builder.container_env,
             workdir,
+            registry_client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()
+                .expect("an HTTP client"),
             actions: Mutex::default(),
             containers: Mutex::default(),
             activations: Mutex::default(),
@@ -135,6 +198,11 @@ impl Controller {
             state,
             server,
         }
+    }
+
+    /// The limits it enforces.
+    pub fn limits(&self) -> &ControllerLimits {
+        &self.state.limits
     }
 
     /// Answers the next `n` invocations with 429.
@@ -169,17 +237,86 @@ impl Controller {
         self.state.actions.lock().unwrap().clone()
     }
 
-    /// Stores an action directly: `main` names the ferry function, `concurrency` its limit.
+    /// Stores an action directly, without code or image, so that it runs the controller's
+    /// program: `main` names the ferry function, `concurrency` its limit. Limits outside the
+    /// controller's are refused as `PUT` refuses them: this panics with the controller's
+    /// message.
     pub fn put_action(&self, name: &str, main: &str, concurrency: u32, timeout_ms: u64) {
+        let limits = self
+            .state
+            .limits
+            .admit(
+                Some(&json!({"concurrency": concurrency, "timeout": timeout_ms})),
+                None,
+            )
+            .unwrap_or_else(|refusal| {
+                let (limits::Refusal::Limit(message) | limits::Refusal::Malformed(message)) =
+                    refusal;
+                panic!(
+                    "put_action({name:?}): {message} (a controller that allows more: Controller::builder(…).limits(…) or .intra_concurrency(…))"
+                )
+            });
         self.state.actions.lock().unwrap().insert(
             name.to_owned(),
             action_document(
                 name,
                 json!({"kind": "native", "main": main, "binary": true, "code": ""}),
-                json!({"concurrency": concurrency, "timeout": timeout_ms, "memory": 256}),
+                limits,
                 1,
             ),
         );
+    }
+
+    /// The most `/run`s the action's current container has had in flight at once (0 when it
+    /// has none).
+    pub fn peak_runs(&self, action: &str) -> usize {
+        let cell = self.state.containers.lock().unwrap().get(action).cloned();
+        cell.and_then(|cell| cell.get().map(|c| c.peak.load(Ordering::SeqCst)))
+            .unwrap_or(0)
+    }
+}
+
+/// A [`Controller`] being configured: [`Controller::builder`].
+#[derive(Debug)]
+pub struct ControllerBuilder {
+    program: PathBuf,
+    proxy: Option<PathBuf>,
+    limits: ControllerLimits,
+    container_env: Vec<(String, String)>,
+}
+
+impl ControllerBuilder {
+    /// The action limits to enforce (OpenWhisk's defaults otherwise).
+    pub fn limits(mut self, limits: ControllerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Runs actions with code under the ActionLoop proxy `ferry` (`ferry actionloop-host`).
+    pub fn actionloop_proxy(mut self, ferry: impl Into<PathBuf>) -> Self {
+        self.proxy = Some(ferry.into());
+        self
+    }
+
+    /// A variable for the environment of every container, as the invoker's
+    /// `whisk.container-factory.container-args.extra-env-vars` (after `__OW_API_HOST`).
+    pub fn container_env(mut self, key: &str, value: &str) -> Self {
+        self.container_env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// An operator who enabled intra-container concurrency as OpenWhisk's
+    /// `docs/intra-concurrency.md` says: `whisk.concurrency-limit.max` raised to `max`, and
+    /// `__OW_ALLOW_CONCURRENT=true` in every container's environment.
+    pub fn intra_concurrency(self, max: u64) -> Self {
+        let limits = self.limits.clone().with_max_concurrency(max);
+        self.limits(limits)
+            .container_env("__OW_ALLOW_CONCURRENT", "true")
+    }
+
+    /// Starts it on a free loopback port.
+    pub async fn start(self) -> Controller {
+        Controller::serve(self).await
     }
 }
 
@@ -197,8 +334,13 @@ struct ControllerState {
     api_host: String,
     program: PathBuf,
     proxy: Option<PathBuf>,
-    /// Where ActionLoop containers unpack their actions.
+    limits: ControllerLimits,
+    /// The operator's extra environment of every container.
+    container_env: Vec<(String, String)>,
+    /// Where ActionLoop containers unpack their actions and images are unpacked.
     workdir: PathBuf,
+    /// Pulls images.
+    registry_client: reqwest::Client,
     actions: Mutex<BTreeMap<String, Value>>,
     containers: Mutex<HashMap<String, Arc<OnceCell<Container>>>>,
     activations: Mutex<HashMap<String, Value>>,
@@ -216,11 +358,17 @@ struct Container {
     /// Runs beyond the action's concurrency limit wait here (OpenWhisk would start another
     /// container; one is enough for tests).
     slots: tokio::sync::Semaphore,
+    /// `/run`s in flight, and the most at once.
+    running: AtomicUsize,
+    peak: AtomicUsize,
     _child: tokio::process::Child,
 }
 
 fn router(state: Arc<ControllerState>) -> Router {
     Router::new()
+        .route("/", get(info))
+        .route("/api/v1", get(api_info))
+        .route("/api/v1/", get(api_info))
         .route(
             "/api/v1/namespaces/{namespace}/actions/{*name}",
             get(get_action)
@@ -236,6 +384,23 @@ fn router(state: Arc<ControllerState>) -> Router {
         .route("/api/v1/web/{*path}", any(web))
         .layer(DefaultBodyLimit::max(64 << 20))
         .with_state(state)
+}
+
+/// `GET /`: the controller's info document, its limits those the controller enforces.
+async fn info(State(state): State<Arc<ControllerState>>) -> Json<Value> {
+    Json(state.limits.info())
+}
+
+/// `GET /api/v1`: the API's own document (`RestAPIs.scala`); it holds no limits.
+async fn api_info() -> Json<Value> {
+    Json(json!({
+        "description": "OpenWhisk API",
+        "api_version": "1.0.0",
+        "api_version_path": "v1",
+        "build": "ferry-tests",
+        "buildno": "ferry-tests",
+        "swagger_paths": {"ui": "/docs", "api-docs": "/api-docs"},
+    }))
 }
 
 fn whisk_error(status: StatusCode, message: &str) -> Response {
@@ -355,49 +520,150 @@ async fn put_action(
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return whisk_error(StatusCode::BAD_REQUEST, "The request content was malformed");
     };
-    let Some(exec) = body.get("exec").cloned() else {
-        return whisk_error(
+    let malformed = |message: &str| {
+        whisk_error(
             StatusCode::BAD_REQUEST,
-            "The request content was malformed:\nexec undefined",
-        );
+            &format!("The request content was malformed:\n{message}"),
+        )
     };
-    let limits = body.get("limits").cloned().unwrap_or_else(|| json!({}));
+    // The body decodes as `WhiskActionPut`, `exec` first.
+    if !body.is_object() {
+        return malformed("Object expected in field 'exec'");
+    }
+    let exec = match body.get("exec") {
+        None | Some(Value::Null) => None,
+        Some(exec) => match decode_exec(exec) {
+            Ok(exec) => Some(exec),
+            Err(message) => return malformed(&message),
+        },
+    };
     let mut actions = state.actions.lock().unwrap();
-    let (version, create) = match actions.get(&name) {
+    let existing = actions.get(&name).cloned();
+    // The limits are checked before the action is looked at, an update's missing ones then
+    // taken from the stored action.
+    let stored_limits = existing.as_ref().map(|a| &a["limits"]);
+    let limits = match state.limits.admit(body.get("limits"), stored_limits) {
+        Ok(limits) => limits,
+        Err(limits::Refusal::Malformed(message)) => return malformed(&message),
+        Err(limits::Refusal::Limit(message)) => {
+            return whisk_error(StatusCode::BAD_REQUEST, &message);
+        }
+    };
+    let given_annotations = body.get("annotations").and_then(Value::as_array).cloned();
+    let document = match existing {
         Some(_) if !query.overwrite => {
             return whisk_error(StatusCode::CONFLICT, "resource already exists");
         }
-        Some(existing) => (
-            existing["version"]
+        // An update: what the request does not set stays as it was; annotations are merged.
+        Some(existing) => {
+            let version = existing["version"]
                 .as_str()
                 .and_then(|v| v.rsplit('.').next()?.parse::<u64>().ok())
                 .unwrap_or(0)
-                + 1,
-            false,
-        ),
-        None => (1, true),
+                + 1;
+            let exec = exec.unwrap_or_else(|| existing["exec"].clone());
+            let mut document = action_document(&name, exec.clone(), limits, version);
+            document["parameters"] = body
+                .get("parameters")
+                .filter(|p| !p.is_null())
+                .unwrap_or(&existing["parameters"])
+                .clone();
+            let mut annotations: Vec<Value> = existing["annotations"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for given in given_annotations.into_iter().flatten() {
+                annotations.retain(|a| a["key"] != given["key"]);
+                annotations.push(given);
+            }
+            document["annotations"] = amend_annotations(annotations, &exec, false);
+            document
+        }
+        None => {
+            let Some(exec) = exec else {
+                return whisk_error(StatusCode::BAD_REQUEST, "exec undefined");
+            };
+            let mut document = action_document(&name, exec.clone(), limits, 1);
+            if let Some(parameters) = body.get("parameters").filter(|p| !p.is_null()) {
+                document["parameters"] = parameters.clone();
+            }
+            document["annotations"] =
+                amend_annotations(given_annotations.unwrap_or_default(), &exec, true);
+            document
+        }
     };
-    let mut document = action_document(&name, exec.clone(), limits, version);
-    if let Some(parameters) = body.get("parameters") {
-        document["parameters"] = parameters.clone();
-    }
-    // The controller amends annotations: `provide-api-key: false` on a new action that does not
-    // say, and always `exec` with the action's kind.
-    let mut annotations: Vec<Value> = body
-        .get("annotations")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    actions.insert(name.clone(), document.clone());
+    // A changed action gets a fresh container, as OpenWhisk's invoker does.
+    state.containers.lock().unwrap().remove(&name);
+    Json(document).into_response()
+}
+
+/// The controller amends annotations: `provide-api-key: false` on a new action that does not
+/// say, and always `exec` with the action's kind.
+fn amend_annotations(mut annotations: Vec<Value>, exec: &Value, create: bool) -> Value {
     if create && !annotations.iter().any(|a| a["key"] == "provide-api-key") {
         annotations.push(json!({ "key": "provide-api-key", "value": false }));
     }
     annotations.retain(|a| a["key"] != "exec");
     annotations.push(json!({ "key": "exec", "value": exec["kind"].clone() }));
-    document["annotations"] = Value::Array(annotations);
-    actions.insert(name.clone(), document.clone());
-    // A changed action gets a fresh container, as OpenWhisk's invoker does.
-    state.containers.lock().unwrap().remove(&name);
-    Json(document).into_response()
+    Value::Array(annotations)
+}
+
+/// A PUT's `exec` as the controller decodes and stores it (`Exec.scala`); why it does not
+/// decode. A blackbox's image is parsed and stored resolved, its code kept only when not blank
+/// and `binary` then read off the code; other kinds are stored as they come (no managed
+/// runtime runs here).
+fn decode_exec(exec: &Value) -> Result<Value, String> {
+    let Some(fields) = exec.as_object() else {
+        return Err("JSON object expected".to_owned());
+    };
+    let Some(kind) = fields.get("kind").and_then(Value::as_str) else {
+        return Err("'kind' must be a string defined in 'exec'".to_owned());
+    };
+    let kind = kind.trim().to_lowercase();
+    if kind != "blackbox" {
+        let mut exec = exec.clone();
+        exec["kind"] = json!(kind);
+        return Ok(exec);
+    }
+    let Some(image) = fields.get("image").and_then(Value::as_str) else {
+        return Err("'image' must be a string defined in 'exec' for 'blackbox' actions".to_owned());
+    };
+    let Some(image) = image::ImageName::parse(image) else {
+        return Err("could not parse image name".to_owned());
+    };
+    let mut stored = Map::new();
+    stored.insert("kind".into(), json!(kind));
+    stored.insert("image".into(), json!(image.resolved()));
+    let (code, binary) = match fields.get("code") {
+        None => (None, false),
+        Some(Value::String(code)) if code.trim().is_empty() => (None, false),
+        Some(Value::String(code)) => (Some(json!(code)), is_binary_code(code)),
+        // An attachment.
+        Some(code) => (
+            Some(code.clone()),
+            fields
+                .get("binary")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        ),
+    };
+    stored.insert("binary".into(), json!(binary));
+    if let Some(code) = code {
+        stored.insert("code".into(), code);
+    }
+    match fields.get("main") {
+        None => {}
+        Some(Value::String(main)) => {
+            stored.insert("main".into(), json!(main));
+        }
+        Some(_) => {
+            return Err(format!(
+                "if defined, 'main' be a string in 'exec' for '{kind}' actions"
+            ));
+        }
+    }
+    Ok(Value::Object(stored))
 }
 
 async fn get_action(
@@ -490,9 +756,13 @@ async fn invoke(
         .throttled
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     if throttle.is_ok() {
+        let allowed = limits::ACTIONS_PER_MINUTE;
         return whisk_error(
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many requests in the last minute (count: 61, allowed: 60).",
+            &format!(
+                "Too many requests in the last minute (count: {}, allowed: {allowed}).",
+                allowed + 1
+            ),
         );
     }
     if body.len() > MAX_PARAMETERS {
@@ -641,7 +911,8 @@ async fn activate(
             .slots
             .acquire()
             .await
-            .map_err(|_| "the container is gone".to_owned())?;
+            .map_err(|_| Failure::developer("the container is gone"))?;
+        let _in_flight = InFlight::start(&container);
         let mut run = context.clone();
         run.insert("value".into(), Value::Object(value));
         let sent = container
@@ -654,7 +925,9 @@ async fn activate(
                 "action developer error",
                 json!({ "error": format!("The action exceeded its time limits of {timeout_ms} milliseconds.") }),
             )),
-            Ok(Err(e)) => Err(format!("the container did not answer: {e}")),
+            Ok(Err(e)) => Err(Failure::developer(format!(
+                "the container did not answer: {e}"
+            ))),
             Ok(Ok(response)) => {
                 let ok = response.status().is_success();
                 let result = response.json::<Value>().await.ok();
@@ -675,9 +948,8 @@ async fn activate(
         }
     }
     .await;
-    // A container that cannot start or initialize fails the activation as the action's fault.
     let (status, result) =
-        outcome.unwrap_or_else(|message| ("action developer error", json!({ "error": message })));
+        outcome.unwrap_or_else(|failure| (failure.status, json!({ "error": failure.error })));
     let status_code = match status {
         "success" => 0,
         "application error" => 1,
@@ -707,7 +979,7 @@ async fn container(
     action: &Value,
     init_parameters: &Map<String, Value>,
     context: &Map<String, Value>,
-) -> Result<ContainerRef, String> {
+) -> Result<ContainerRef, Failure> {
     let cell = state
         .containers
         .lock()
@@ -730,51 +1002,166 @@ impl std::ops::Deref for ContainerRef {
     }
 }
 
+/// Why an activation ran no code, as the invoker reports it: its status and `error`.
+#[derive(Debug)]
+struct Failure {
+    status: &'static str,
+    error: Value,
+}
+
+impl Failure {
+    /// The action's fault.
+    fn developer(error: impl Into<Value>) -> Self {
+        Self {
+            status: "action developer error",
+            error: error.into(),
+        }
+    }
+
+    /// The platform's fault.
+    fn whisk(error: impl Into<Value>) -> Self {
+        Self {
+            status: "whisk internal error",
+            error: error.into(),
+        }
+    }
+}
+
+/// A `/run` in flight in a container, counted while it lives.
+struct InFlight<'a>(&'a Container);
+
+impl<'a> InFlight<'a> {
+    fn start(container: &'a Container) -> Self {
+        let now = container.running.fetch_add(1, Ordering::SeqCst) + 1;
+        container.peak.fetch_max(now, Ordering::SeqCst);
+        Self(container)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `ImageName` of a stored action's image, if it has one.
+fn image_of(action: &Value) -> Option<image::ImageName> {
+    action["exec"]["image"]
+        .as_str()
+        .and_then(image::ImageName::parse)
+}
+
 async fn start_container(
     state: &ControllerState,
     name: &str,
     action: &Value,
     init_parameters: &Map<String, Value>,
     context: &Map<String, Value>,
-) -> Result<Container, String> {
+) -> Result<Container, Failure> {
     let concurrency = action["limits"]["concurrency"].as_u64().unwrap_or(1);
+    let timeout_ms = action["limits"]["timeout"].as_u64().unwrap_or(60_000);
     let code = action["exec"]["code"].as_str().unwrap_or_default();
-    let mut command = if code.is_empty() {
-        let mut command = tokio::process::Command::new(&state.program);
-        command
-            .env("FERRY_ROLE", "openwhisk")
-            .env("FERRY_LISTEN", "127.0.0.1:0")
-            .env_remove("AWS_LAMBDA_RUNTIME_API");
-        if concurrency > 1 {
-            command.env("__OW_ALLOW_CONCURRENT", "true");
+    let version = action["version"].as_str().unwrap_or("0");
+    let image = image_of(action);
+    let mut command = match image {
+        // The image named, pulled from its registry.
+        Some(image) if image.has_registry() => {
+            let root = state.workdir.join(format!("{name}-{version}-image"));
+            let unpacked = image::pull(&state.registry_client, &image, &root)
+                .await
+                .map_err(|cause| {
+                    eprintln!(
+                        "ferry-tests controller: pulling {} for `{name}`: {cause}",
+                        image.resolved()
+                    );
+                    Failure::developer(format!(
+                        "Failed to pull container image '{}'.",
+                        image.resolved()
+                    ))
+                })?;
+            let (executable, argv, cwd) = match unpacked.command() {
+                image::Start::Run {
+                    executable,
+                    argv,
+                    cwd,
+                } => (executable, argv, cwd),
+                // `docker run` fails: the invoker blames itself.
+                image::Start::NoCommand => {
+                    return Err(Failure::whisk(
+                        "Failed to provision resources to run the action.",
+                    ));
+                }
+                image::Start::NotFound => {
+                    return Err(Failure::developer(format!(
+                        "executable file not found in image {}",
+                        image.resolved()
+                    )));
+                }
+            };
+            std::fs::create_dir_all(&cwd)
+                .map_err(|e| Failure::whisk(format!("cannot make the working directory: {e}")))?;
+            let mut command = tokio::process::Command::new(executable);
+            command
+                .arg0(&argv[0])
+                .args(&argv[1..])
+                .current_dir(cwd)
+                .env_clear()
+                .envs(unpacked.environment())
+                .env("__OW_API_HOST", &state.api_host)
+                .envs(state.container_env.iter().cloned())
+                // No container network: the program listens on a loopback port of its choice
+                // rather than the container's 8080, and says which.
+                .env("FERRY_LISTEN", "127.0.0.1:0");
+            command
         }
-        command
-    } else {
-        let Some(proxy) = &state.proxy else {
-            return Err(format!(
-                "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `Controller::with_actionloop_proxy`"
-            ));
-        };
-        let workdir = state.workdir.join(format!(
-            "{name}-{}",
-            action["version"].as_str().unwrap_or("0")
-        ));
-        // The runtime image's own environment: the proxy passes `__OW_*` on to the executable.
-        let mut command = tokio::process::Command::new(proxy);
-        command
-            .args([
-                "actionloop-host",
-                "--listen",
-                "127.0.0.1:0",
-                "--copies",
-                "1",
-            ])
-            .arg("--wait-for-ack")
-            .arg("--workdir")
-            .arg(&workdir)
-            .env_clear()
-            .env("__OW_API_HOST", &state.api_host);
-        command
+        // Code, for the ActionLoop proxy (`openwhisk/dockerskeleton`).
+        _ if !code.trim().is_empty() => {
+            let Some(proxy) = &state.proxy else {
+                return Err(Failure::developer(format!(
+                    "action `{name}` has code, which this controller runs under an ActionLoop proxy: start it with `ControllerBuilder::actionloop_proxy`"
+                )));
+            };
+            let workdir = state.workdir.join(format!("{name}-{version}"));
+            // The runtime image's own environment: the proxy passes `__OW_*` on to the executable.
+            let mut command = tokio::process::Command::new(proxy);
+            command
+                .args([
+                    "actionloop-host",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--copies",
+                    "1",
+                ])
+                .arg("--wait-for-ack")
+                .arg("--workdir")
+                .arg(&workdir)
+                .env_clear()
+                .env("__OW_API_HOST", &state.api_host)
+                .envs(state.container_env.iter().cloned());
+            command
+        }
+        // An image from no registry, without code: nowhere to pull it from.
+        Some(image) => {
+            eprintln!(
+                "ferry-tests controller: `{name}`'s image {} names no registry; this controller pulls from none other",
+                image.resolved()
+            );
+            return Err(Failure::developer(format!(
+                "Failed to pull container image '{}'.",
+                image.resolved()
+            )));
+        }
+        // Neither code nor image: the controller's own program, as a native runtime.
+        None => {
+            let mut command = tokio::process::Command::new(&state.program);
+            command
+                .env_remove("AWS_LAMBDA_RUNTIME_API")
+                .env("__OW_API_HOST", &state.api_host)
+                .envs(state.container_env.iter().cloned())
+                .env("FERRY_ROLE", "openwhisk")
+                .env("FERRY_LISTEN", "127.0.0.1:0");
+            command
+        }
     };
     command
         .stdout(Stdio::null())
@@ -782,22 +1169,63 @@ async fn start_container(
         .kill_on_drop(true);
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start the container of `{name}`: {e}"))?;
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let base = loop {
-        match lines.next_line().await {
-            Ok(Some(line)) => {
-                if let Some(base) = line.strip_prefix("ferry: listening on ") {
-                    break base.to_owned();
+        .map_err(|e| Failure::whisk(format!("cannot start the container of `{name}`: {e}")))?;
+    let stderr = child.stderr.take().expect("piped");
+    let (base, client) = initialize(
+        name,
+        action,
+        code,
+        timeout_ms,
+        init_parameters,
+        context,
+        stderr,
+    )
+    .await?;
+    Ok(Container {
+        base,
+        client,
+        slots: tokio::sync::Semaphore::new(concurrency.max(1) as usize),
+        running: AtomicUsize::new(0),
+        peak: AtomicUsize::new(0),
+        _child: child,
+    })
+}
+
+/// Waits for a started container to listen, then `/init`s it as the invoker does: `name`,
+/// `main`, `binary`, the code if the action has any, and `env` (the init parameters, then the
+/// activation context as `__OW_*`). Its address and a client.
+async fn initialize(
+    name: &str,
+    action: &Value,
+    code: &str,
+    timeout_ms: u64,
+    init_parameters: &Map<String, Value>,
+    context: &Map<String, Value>,
+    stderr: tokio::process::ChildStderr,
+) -> Result<(String, reqwest::Client), Failure> {
+    let abnormal = || Failure::developer("The action did not initialize and exited unexpectedly.");
+    let mut lines = BufReader::new(stderr).lines();
+    let listening = async {
+        loop {
+            match lines.next_line().await {
+                Ok(Some(line)) => {
+                    if let Some(base) = line.strip_prefix("ferry: listening on ") {
+                        break Some(base.to_owned());
+                    }
                 }
+                _ => break None,
             }
-            _ => return Err("the container exited before listening".to_owned()),
         }
+    };
+    // Starting the process stands for `docker run`, which has no deadline of the action's; a
+    // program that never says where it listens is given up after a minute.
+    let base = match tokio::time::timeout(STARTING, listening).await {
+        Ok(Some(base)) => base,
+        Ok(None) | Err(_) => return Err(abnormal()),
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     let client = reqwest::Client::new();
     let main = action["exec"]["main"].as_str().unwrap_or("main");
-    // The environment at /init: the init parameters, then the activation context as `__OW_*`.
     let mut env = Map::new();
     for (key, value) in init_parameters {
         let text = match value {
@@ -813,31 +1241,44 @@ async fn start_container(
             .map_or_else(|| value.to_string(), str::to_owned);
         env.insert(format!("__OW_{}", key.to_uppercase()), Value::String(text));
     }
+    let mut value = json!({
+        "name": name,
+        "main": main,
+        "binary": action["exec"]["binary"].as_bool().unwrap_or(false),
+        "env": env,
+    });
+    if !code.trim().is_empty() {
+        value["code"] = json!(code);
+    }
+    // `/init` has the action's time limit.
     let init = client
         .post(format!("{base}/init"))
-        .json(&json!({"value": {
-            "name": name,
-            "main": main,
-            "code": code,
-            "binary": action["exec"]["binary"].as_bool().unwrap_or(true),
-            "env": env,
-        }}))
+        .json(&json!({ "value": value }))
+        .timeout(Duration::from_millis(timeout_ms))
         .send()
         .await
-        .map_err(|e| format!("/init failed: {e}"))?;
+        .map_err(|e| {
+            if e.is_timeout() {
+                Failure::developer(format!(
+                    "The action exceeded its time limits of {timeout_ms} milliseconds during initialization."
+                ))
+            } else {
+                abnormal()
+            }
+        })?;
     if !init.status().is_success() {
-        return Err(format!(
-            "/init answered {}: {}",
-            init.status(),
-            init.text().await.unwrap_or_default()
-        ));
+        // The container's `error`, else what it said.
+        let text = init.text().await.unwrap_or_default();
+        let error = match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(mut fields)) if fields.contains_key("error") => {
+                fields.remove("error").unwrap_or_default()
+            }
+            _ if text.is_empty() => json!("The action failed during initialization."),
+            _ => json!(format!("The action failed during initialization: {text}")),
+        };
+        return Err(Failure::developer(error));
     }
-    Ok(Container {
-        base,
-        client,
-        slots: tokio::sync::Semaphore::new(concurrency.max(1) as usize),
-        _child: child,
-    })
+    Ok((base, client))
 }
 
 // ---- Web actions ----
@@ -1257,6 +1698,18 @@ fn http_response(result: &Value) -> Response {
     response
         .body(Body::from(body))
         .unwrap_or_else(|_| invalid_media("message/http"))
+}
+
+/// `Exec.isBinaryCode`: the trimmed code is non-empty, whole base64 blocks, padding only at the
+/// end.
+fn is_binary_code(code: &str) -> bool {
+    let code = code.trim().as_bytes();
+    let alphabet = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/');
+    if code.is_empty() || code.len() % 4 != 0 {
+        return false;
+    }
+    let padding = code.iter().rev().take_while(|b| **b == b'=').count();
+    padding <= 2 && code[..code.len() - padding].iter().all(alphabet)
 }
 
 /// The controller's test for a legacy base64 JSON body: non-empty, a multiple of 4 long, only

@@ -4,6 +4,7 @@
 
 pub mod controller;
 pub mod redis_server;
+pub mod registry;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

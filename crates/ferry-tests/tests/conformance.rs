@@ -207,7 +207,11 @@ const FUNCTIONS: &[&str] = &[
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openwhisk_conforms() {
-    let controller = Controller::start(PROGRAM).await;
+    // Its operator enabled intra-container concurrency (OpenWhisk allows 1 by default).
+    let controller = Controller::builder(PROGRAM)
+        .intra_concurrency(16)
+        .start()
+        .await;
     for function in FUNCTIONS {
         controller.put_action(function, function, 16, 60_000);
     }
