@@ -40,17 +40,6 @@ if ! command -v skopeo >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq skopeo >/dev/null
 fi
 
-# `ferry deploy --platform openwhisk --registry` pushes to Debian's reference registry
-# (`docker-registry`), which the tests start on loopback; its package also enables a service,
-# which nothing here needs.
-if ! command -v docker-registry >/dev/null 2>&1; then
-  echo "== installing docker-registry"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq docker-registry >/dev/null
-fi
-
 # `ferry::state`'s tests start their own redis-server on loopback (a Debian package); nothing
 # needs to be running.
 if ! command -v redis-server >/dev/null 2>&1; then

@@ -20,8 +20,8 @@
 //! - limits: `memory` = `memory_mb`, `timeout` = the timeout in ms, `concurrency` = the
 //!   function's concurrency on ferry's image, 1 on the native one. A controller allows
 //!   concurrency 1 unless its operator raised `concurrency-limit.max`; its memory and time
-//!   limits (`GET /api/v1`) are checked before anything is deployed, and a refusal names the
-//!   limit to change;
+//!   limits (its info document, `GET /`) are checked before anything is deployed, and a
+//!   refusal names the limit to change;
 //! - `--env KEY=VALUE` variables as init parameters;
 //! - annotations `ferry:app`, `ferry:function` (the id), `ferry:config-hash` and
 //!   `ferry:code-sha256`, by which deploys skip unchanged code and `ferry ls` recognises actions
@@ -458,7 +458,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The memory and time limits a controller allows (its `GET /api/v1`), in MiB and ms.
+/// The memory and time limits a controller allows (its info document, `GET /`), in MiB and
+/// ms. It does not state its intra-container concurrency maximum: only a refusal tells.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerLimits {
     pub memory_mb: std::ops::RangeInclusive<u64>,
@@ -543,9 +544,10 @@ impl Controller {
         &self.config.api_host
     }
 
-    /// The memory and time limits the controller states (`GET /api/v1`), if it does.
+    /// The memory and time limits the controller states (its info document, `GET /`), if it
+    /// does.
     pub async fn limits(&self) -> Option<ControllerLimits> {
-        let url = format!("{}/api/v1", self.config.api_host);
+        let url = format!("{}/", self.config.api_host.trim_end_matches('/'));
         let response = self.http.get(&url).send().await.ok()?;
         if !response.status().is_success() {
             return None;

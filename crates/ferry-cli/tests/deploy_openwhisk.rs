@@ -14,7 +14,8 @@ use common::{
 };
 use ferry::{Context, ErrorKind, OpenWhiskConfig};
 use ferry_tests::controller::Controller;
-use ferry_tests::{Add, RequireEven};
+use ferry_tests::registry::Registry;
+use ferry_tests::{Add, RequireEven, Wait50ms};
 
 /// `ferry <args>` against `controller`, off the async runtime that serves it.
 async fn ferry_on(controller: &Controller, args: &[&str], extra: &[(&str, &str)]) -> Output {
@@ -282,18 +283,102 @@ async fn bad_settings_are_clear_errors() {
     let missing = fails(&output, "deploy without a build");
     assert!(missing.contains("run `ferry build"), "{missing}");
 
-    // A stock OpenWhisk allows an intra-container concurrency of 1: functions that ask for more
-    // are refused, with the controller's message.
+    // A stock OpenWhisk allows an intra-container concurrency of 1: the zips, which the native
+    // runtime serves one activation at a time, deploy; ferry's image, which serves what each
+    // function allows, is refused with the controller's message and the limit to raise.
     let stock =
         Controller::with_actionloop_proxy(scratch.path().join("exec"), env!("CARGO_BIN_EXE_ferry"))
             .await;
-    let refused = fails(
+    ok(
         &ferry_on(&stock, &deploy, &[]).await,
-        "deploy to a controller that allows no concurrency",
+        "zips on a controller that allows no concurrency",
+    );
+    let registry = Registry::start();
+    let registry_host = registry.host();
+    let with_image = [&deploy[..], &["--registry", &registry_host]].concat();
+    let refused = fails(
+        &ferry_on(&stock, &with_image, &[]).await,
+        "the image on a controller that allows no concurrency",
     );
     assert!(
-        refused.contains("400") && refused.contains("exceeds allowed threshold of 1"),
+        refused.contains("exceeds allowed threshold of 1")
+            && refused.contains("concurrency-limit.max"),
         "{refused}"
+    );
+}
+
+/// With `--registry`, ferry's runtime image is pushed to a real registry and every function is
+/// a `blackbox` action of it, serving concurrent activations in one container.
+#[tokio::test]
+async fn with_a_registry_the_runtime_image_serves_concurrent_activations() {
+    let dir = fixture("openwhisk");
+    let dir_arg = dir.to_str().unwrap();
+    let scratch = Scratch::new("openwhisk-image");
+    let controller = controller(&exec_of(dir, &scratch), dir).await;
+    let registry = Registry::start();
+    let host = registry.host();
+    let deploy = [
+        "deploy",
+        "--platform",
+        "openwhisk",
+        "--dir",
+        dir_arg,
+        "--registry",
+        &host,
+    ];
+    let created = ok(
+        &ferry_on(&controller, &deploy, &[]).await,
+        "deploy the image",
+    );
+    let reference = format!("{host}/ferry-fixture-openwhisk:");
+    assert!(
+        created.contains(&format!("pushed {reference}")),
+        "{created}"
+    );
+    let action_of = |function: &str| {
+        let name = rows(&created)
+            .into_iter()
+            .find(|row| row[0] == function)
+            .unwrap_or_else(|| panic!("{function} is deployed: {created}"))[1]
+            .clone();
+        (name.clone(), controller.action(&name).expect("stored"))
+    };
+    let (_, add) = action_of("add");
+    assert_eq!(add["exec"]["kind"], "blackbox");
+    assert!(
+        add["exec"]["image"]
+            .as_str()
+            .is_some_and(|image| image.starts_with(&reference)),
+        "{add}"
+    );
+    assert!(add["exec"].get("code").is_none(), "{add}");
+    assert_eq!(add["limits"]["concurrency"], 64);
+
+    // Each concurrent caller gets its own answer, from one container serving them together.
+    let host_ctx = Context::openwhisk(
+        OpenWhiskConfig::new(&controller.api_host, &controller.auth).app("ferry-fixture"),
+    )
+    .unwrap();
+    let sums = futures::future::join_all((0..32).map(|a| host_ctx.call(Add { a, b: 1000 }))).await;
+    for (a, sum) in sums.into_iter().enumerate() {
+        assert_eq!(sum.unwrap(), a as i64 + 1000);
+    }
+    let (waiting, _) = action_of("wait_50ms");
+    futures::future::join_all((0..16).map(|_| host_ctx.call(Wait50ms {})))
+        .await
+        .into_iter()
+        .for_each(|waited| waited.unwrap());
+    let peak = controller.peak_runs(&waiting);
+    assert!(
+        peak > 1,
+        "the image ran the activations one at a time ({peak})"
+    );
+
+    let again = ok(&ferry_on(&controller, &deploy, &[]).await, "deploy again");
+    let functions = manifest(dir)["functions"].as_array().unwrap().len();
+    assert!(
+        again.contains(&format!("0 created, 0 updated, {functions} unchanged")),
+        "{again}"
     );
 }
 

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! The configuration: entrypoint `/app/<program>`, `FERRY_ROLE` = the role the image serves
-//! (`http` for Knative and the like, `openwhisk` for OpenWhisk's `blackbox` actions), port
+//! (`http` for Knative and the like, `openwhisk` for OpenWhisk's `blackbox` actions, with
+//! `__OW_ALLOW_CONCURRENT=true`), port
 //! 8080/tcp, user 65532 (an unprivileged id, as distroless's `nonroot`).
 
 use std::collections::HashMap;
@@ -43,6 +44,20 @@ pub struct Image {
     layout: Vec<u8>,
 }
 
+/// The image's environment: the role, and for OpenWhisk leave to overlap activations (the
+/// invoker sends a container up to its action's concurrency at once but tells it nothing; the
+/// runtime still runs at most each function's `concurrency`).
+fn env(role: &str) -> Vec<String> {
+    let mut env = vec![
+        format!("{}={role}", ferry::ROLE_VAR),
+        "PATH=/app".to_owned(),
+    ];
+    if role == "openwhisk" {
+        env.push("__OW_ALLOW_CONCURRENT=true".to_owned());
+    }
+    env
+}
+
 /// Builds the image for `binary` (which must be static: scratch has no C library), serving as
 /// `role` (`FERRY_ROLE`).
 pub fn image(program: &str, version: &str, binary: &Binary, role: &str) -> anyhow::Result<Image> {
@@ -60,10 +75,7 @@ pub fn image(program: &str, version: &str, binary: &Binary, role: &str) -> anyho
         .config(
             ConfigBuilder::default()
                 .entrypoint(vec![entrypoint])
-                .env(vec![
-                    format!("{}={role}", ferry::ROLE_VAR),
-                    "PATH=/app".to_owned(),
-                ])
+                .env(env(role))
                 .exposed_ports(vec![format!("{PORT}/tcp")])
                 .user(USER.to_owned())
                 .working_dir("/".to_owned())
