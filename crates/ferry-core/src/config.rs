@@ -499,6 +499,13 @@ pub const LAMBDA_HTTP: Setting = user(
     "`auto`",
     "HTTP version of the `lambda` backend's Invoke client",
 );
+/// How the `lambda` backend's typed calls encode arguments.
+pub const LAMBDA_CODEC: Setting = user(
+    "FERRY_LAMBDA_CODEC",
+    Takes::OneOf(&["json", "binary-in-json"]),
+    "`json`",
+    "how the `lambda` backend's typed calls travel: JSON, or ferry's binary codec base64'd into the event (between ferry programs)",
+);
 /// The Invoke client's connections.
 pub const LAMBDA_CONNECTIONS: Setting = user(
     "FERRY_LAMBDA_CONNECTIONS",
@@ -579,6 +586,7 @@ pub const ALL: &[Setting] = &[
     LAMBDA_ROUTES,
     LAMBDA_QUALIFIER,
     LAMBDA_HTTP,
+    LAMBDA_CODEC,
     LAMBDA_CONNECTIONS,
     LAMBDA_ROLE,
     SHARED_CACHE_MB,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::Path;
 use axum::http::{HeaderMap, StatusCode};
-use ferry::{Codec, Context, ErrorKind, LambdaConfig, LambdaHttp, RetryPolicy};
+use ferry::{Codec, Context, ErrorKind, LambdaCodec, LambdaConfig, LambdaHttp, RetryPolicy};
 use ferry_tests::*;
 
 mod common;
@@ -31,6 +31,47 @@ async fn one_bootstrap_with_many_loops_serves_a_fan_out() {
         .unwrap();
     assert!(sums.iter().enumerate().all(|(i, &s)| s == i as i64 + 1));
     assert_eq!(ctx.stats().invocations, 40);
+}
+
+/// Between ferry programs, calls may travel in the binary codec inside Lambda's JSON events
+/// (`{"__ferry_binary": "<base64>"}`), answered the same way; errors keep their kind; a flow's
+/// route travels beside the arguments.
+#[tokio::test]
+async fn binary_in_json_calls_round_trip_through_the_emulator() {
+    let emulator = Emulator::start();
+    let _bytes = emulator.bootstrap_function("_", PROGRAM, "byte_len", &[]);
+    let _even = emulator.bootstrap_function("ferry-fixture", PROGRAM, "require_even", &[]);
+    let ctx = Context::lambda(
+        LambdaConfig::new(aws(&emulator.endpoint()))
+            .route("byte_len", "_")
+            .route("require_even", "ferry-fixture")
+            .codec(LambdaCodec::BinaryInJson)
+            .retry(fast_retries()),
+    )
+    .unwrap();
+    let data: Vec<u8> = (0..=255).cycle().take(100_000).collect();
+    assert_eq!(bounded(ctx.call(ByteLen { data })).await.unwrap(), 100_000);
+    assert_eq!(bounded(ctx.call(RequireEven { n: 4 })).await.unwrap(), 2);
+    let odd = bounded(ctx.call(RequireEven { n: 3 })).await.unwrap_err();
+    assert!(
+        matches!(odd.kind(), ErrorKind::User { message, .. } if message == "3 is odd"),
+        "{odd}"
+    );
+    // A JSON caller of the same functions is answered in JSON.
+    let json = Context::lambda(
+        LambdaConfig::new(aws(&emulator.endpoint()))
+            .route("byte_len", "_")
+            .retry(fast_retries()),
+    )
+    .unwrap();
+    assert_eq!(
+        bounded(json.call(ByteLen {
+            data: vec![1, 2, 3]
+        }))
+        .await
+        .unwrap(),
+        3
+    );
 }
 
 /// Each stage is a Lambda function of its own whose runtime invokes the next stage through the

@@ -92,7 +92,7 @@ pub use platform::LocalConfig;
 pub use platform::OpenWhiskConfig;
 pub use platform::{BackendKind, BackendStats, RetryPolicy};
 #[cfg(feature = "lambda")]
-pub use platform::{LambdaConfig, LambdaHttp};
+pub use platform::{LambdaCodec, LambdaConfig, LambdaHttp};
 pub use registry::{Registration, Registry};
 pub use role::{ROLE_VAR, Role};
 pub use run::{run, run_with_args};

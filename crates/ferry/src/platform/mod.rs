@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "http")]
 pub use self::http::HttpConfig;
 #[cfg(feature = "lambda")]
-pub use self::lambda::{LambdaConfig, LambdaHttp};
+pub use self::lambda::{LambdaCodec, LambdaConfig, LambdaHttp};
 #[cfg(feature = "local")]
 pub use self::local::LocalConfig;
 #[cfg(feature = "openwhisk")]
@@ -192,6 +192,11 @@ pub(crate) trait RemoteClient: Send + Sync + 'static {
     /// Whether shared values can travel by id.
     const DELIVERS_SHARED: bool = false;
 
+    /// How typed calls encode arguments and outputs, when a client's settings choose it.
+    fn codec(&self) -> crate::Codec {
+        Self::CODEC
+    }
+
     /// Sends encoded arguments.
     fn send(
         self: &Arc<Self>,
@@ -218,7 +223,7 @@ impl<C: RemoteClient> Transport for Arc<C> {
     }
 
     fn codec(&self) -> crate::Codec {
-        C::CODEC
+        RemoteClient::codec(&**self)
     }
 
     fn delivers_shared(&self) -> bool {
@@ -395,19 +400,32 @@ pub(crate) fn not_built(kind: BackendKind) -> Error {
 
 #[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// The event a platform whose events are JSON is sent: the arguments, checked against the
-/// platform's limit before anything is sent, with a chained flow's route added.
+/// platform's limit before anything is sent, with a chained flow's route added. Arguments in
+/// the binary codec inside JSON travel as `{"__ferry_binary": "<base64>"}` ([`BINARY_PARAM`]).
 pub(crate) fn json_event(
     envelope: &Envelope,
     payload: Bytes,
     limit: usize,
     backend: BackendKind,
 ) -> Result<Bytes> {
-    if envelope.codec != crate::Codec::Json {
-        return Err(Error::config(format!(
-            "the {backend} backend sends json, not `{}`",
-            envelope.codec
-        )));
-    }
+    let payload = match envelope.codec {
+        crate::Codec::Json => payload,
+        crate::Codec::BinaryInJson => {
+            let mut event = Vec::with_capacity(payload.len() + BINARY_PARAM.len() + 5);
+            event.extend_from_slice(b"{\"");
+            event.extend_from_slice(BINARY_PARAM.as_bytes());
+            event.extend_from_slice(b"\":");
+            event.extend_from_slice(&payload);
+            event.push(b'}');
+            Bytes::from(event)
+        }
+        crate::Codec::Binary => {
+            return Err(Error::config(format!(
+                "the {backend} backend sends json, not `{}`",
+                envelope.codec
+            )));
+        }
+    };
     if payload.len() > limit {
         return Err(Error::new(crate::ErrorKind::PayloadTooLarge {
             size: payload.len() as u64,
@@ -416,6 +434,11 @@ pub(crate) fn json_event(
     }
     with_flow_param(envelope, payload)
 }
+
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
+/// The parameter that carries arguments in the binary codec, base64'd, through platforms whose
+/// events are a JSON object ([`crate::Codec::BinaryInJson`]).
+pub(crate) const BINARY_PARAM: &str = "__ferry_binary";
 
 #[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// The parameter that carries a chained flow's route ([`crate::wire::FlowRoute`]) through

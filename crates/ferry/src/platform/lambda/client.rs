@@ -38,6 +38,18 @@ pub enum LambdaHttp {
     Http1,
 }
 
+/// How the `lambda` backend's typed calls travel in Lambda's JSON events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LambdaCodec {
+    /// The arguments as a JSON object, as any Lambda function reads them.
+    #[default]
+    Json,
+    /// ferry's binary codec, base64'd into the event `{"__ferry_binary": "…"}` and answered the
+    /// same way (Cppless's default on Lambda): for calls between ferry programs, smaller and
+    /// faster to encode than JSON for numbers and byte arrays.
+    BinaryInJson,
+}
+
 /// Where Lambda is, who we are, and which Lambda function each ferry function is.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -57,6 +69,9 @@ pub struct LambdaConfig {
     pub qualifier: Option<String>,
     /// HTTP version.
     pub http: LambdaHttp,
+    /// How typed calls encode arguments and outputs (`FERRY_LAMBDA_CODEC`): JSON, which any
+    /// Lambda function reads, or [`LambdaCodec::BinaryInJson`] between ferry programs.
+    pub codec: LambdaCodec,
     /// Connections in the pool; requests are spread over them round-robin.
     pub connections: usize,
     /// Longest wait for one request's answer (Lambda's own limit is 15 minutes).
@@ -75,6 +90,7 @@ impl LambdaConfig {
             routes: std::collections::BTreeMap::new(),
             qualifier: None,
             http: LambdaHttp::Auto,
+            codec: LambdaCodec::Json,
             connections: 16,
             request_timeout: Duration::from_secs(905),
             retry: RetryPolicy::default(),
@@ -84,7 +100,8 @@ impl LambdaConfig {
     /// [`AwsConfig::load`], then `FERRY_APP` (deployed names), `FERRY_LAMBDA_FUNCTIONS` (the
     /// name template),
     /// `FERRY_LAMBDA_ROUTES` (`name=lambda-function,…`), `FERRY_LAMBDA_QUALIFIER`,
-    /// `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`) and `FERRY_LAMBDA_CONNECTIONS`.
+    /// `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`), `FERRY_LAMBDA_CODEC` (`json` or
+    /// `binary-in-json`) and `FERRY_LAMBDA_CONNECTIONS`.
     pub async fn load() -> Result<Self> {
         let aws = AwsConfig::load()
             .await
@@ -102,7 +119,8 @@ impl LambdaConfig {
 
     fn with_env(aws: AwsConfig) -> Result<Self> {
         use crate::config::{
-            APP, LAMBDA_CONNECTIONS, LAMBDA_FUNCTIONS, LAMBDA_HTTP, LAMBDA_QUALIFIER, LAMBDA_ROUTES,
+            APP, LAMBDA_CODEC, LAMBDA_CONNECTIONS, LAMBDA_FUNCTIONS, LAMBDA_HTTP, LAMBDA_QUALIFIER,
+            LAMBDA_ROUTES,
         };
         let mut config = Self::new(aws);
         if let Some(template) = LAMBDA_FUNCTIONS.text() {
@@ -116,6 +134,9 @@ impl LambdaConfig {
             Some("http1") => LambdaHttp::Http1,
             _ => LambdaHttp::Auto,
         };
+        if LAMBDA_CODEC.word()? == Some("binary-in-json") {
+            config.codec = LambdaCodec::BinaryInJson;
+        }
         if let Some(connections) = LAMBDA_CONNECTIONS.number()? {
             config.connections = connections;
         }
@@ -147,6 +168,13 @@ impl LambdaConfig {
     #[must_use]
     pub fn http(mut self, http: LambdaHttp) -> Self {
         self.http = http;
+        self
+    }
+
+    /// Sets how typed calls encode arguments and outputs.
+    #[must_use]
+    pub fn codec(mut self, codec: LambdaCodec) -> Self {
+        self.codec = codec;
         self
     }
 
@@ -361,6 +389,13 @@ fn service_error(status: u16, error_type: Option<String>, function: &str, body: 
 impl RemoteClient for LambdaBackend {
     const KIND: BackendKind = BackendKind::Lambda;
     const CODEC: crate::Codec = crate::Codec::Json;
+
+    fn codec(&self) -> crate::Codec {
+        match self.config.codec {
+            LambdaCodec::Json => crate::Codec::Json,
+            LambdaCodec::BinaryInJson => crate::Codec::BinaryInJson,
+        }
+    }
 
     fn send(
         self: &Arc<Self>,

@@ -7,7 +7,7 @@ pub(crate) mod client;
 pub(crate) mod server;
 
 #[cfg(feature = "lambda")]
-pub use self::client::{LambdaConfig, LambdaHttp};
+pub use self::client::{LambdaCodec, LambdaConfig, LambdaHttp};
 
 /// Lambda's limit on a synchronous invocation's request and on its response (6 MB).
 pub(crate) const MAX_PAYLOAD: usize = 6 * 1024 * 1024;

@@ -121,7 +121,13 @@ async fn serve_invocations(
             next = next_invocation(client, base) => next?,
             () = runtime.retired() => return Ok(()),
         };
-        let mut envelope = Envelope::new(registration.descriptor().id, Codec::Json);
+        let event = if invocation.event.trim_ascii() == b"null" {
+            Bytes::new()
+        } else {
+            invocation.event
+        };
+        let (event, codec, flow) = split_event(event);
+        let mut envelope = Envelope::new(registration.descriptor().id, codec);
         envelope.deadline_ms = invocation.deadline_ms;
         envelope.trace = invocation.trace.clone();
         envelope
@@ -137,12 +143,6 @@ async fn serve_invocations(
                 .metadata
                 .insert("_X_AMZN_TRACE_ID".to_owned(), trace.clone());
         }
-        let event = if invocation.event.trim_ascii() == b"null" {
-            Bytes::new()
-        } else {
-            invocation.event
-        };
-        let (event, flow) = split_flow_param(event);
         let result = match flow {
             Ok(flow) => {
                 envelope.flow = flow;
@@ -155,21 +155,33 @@ async fn serve_invocations(
     }
 }
 
-/// The event without the flow route a chained flow's caller put in it, and the route. Events
-/// that do not mention the route are passed on untouched, without being parsed.
-fn split_flow_param(event: Bytes) -> (Bytes, crate::Result<Option<crate::wire::FlowRoute>>) {
-    let marker = format!("\"{}\"", crate::platform::FLOW_PARAM);
-    if memchr::memmem::find(&event, marker.as_bytes()).is_none() {
-        return (event, Ok(None));
+/// The event's arguments, their codec, and the flow route a chained flow's caller put in it.
+/// Arguments are JSON, or the binary codec inside JSON when the event is
+/// `{"__ferry_binary": "<base64>"}` (a caller's [`Codec::BinaryInJson`]), whose answer is then
+/// in that codec too. Events that mention neither are passed on untouched, without being parsed.
+fn split_event(event: Bytes) -> (Bytes, Codec, crate::Result<Option<crate::wire::FlowRoute>>) {
+    use crate::platform::{BINARY_PARAM, FLOW_PARAM};
+    let mentions =
+        |param: &str| memchr::memmem::find(&event, format!("\"{param}\"").as_bytes()).is_some();
+    let binary = mentions(BINARY_PARAM);
+    if !binary && !mentions(FLOW_PARAM) {
+        return (event, Codec::Json, Ok(None));
     }
     let Ok(mut arguments) = serde_json::from_slice::<serde_json::Value>(&event) else {
         // Not JSON: decoding the arguments reports it.
-        return (event, Ok(None));
+        return (event, Codec::Json, Ok(None));
     };
     let flow = crate::platform::take_flow_param(&mut arguments);
+    if let Some(object) = arguments.as_object_mut() {
+        if object.len() == 1 && object.get(BINARY_PARAM).is_some_and(|v| v.is_string()) {
+            let encoded = object.remove(BINARY_PARAM).unwrap_or_default();
+            let quoted = serde_json::to_vec(&encoded).unwrap_or_default();
+            return (Bytes::from(quoted), Codec::BinaryInJson, flow);
+        }
+    }
     match serde_json::to_vec(&arguments) {
-        Ok(stripped) => (Bytes::from(stripped), flow),
-        Err(_) => (event, flow),
+        Ok(stripped) => (Bytes::from(stripped), Codec::Json, flow),
+        Err(_) => (event, Codec::Json, flow),
     }
 }
 
@@ -377,7 +389,7 @@ mod tests {
         use bytes::Bytes;
         use proptest::prelude::*;
 
-        use super::super::split_flow_param;
+        use super::super::split_event;
 
         proptest! {
             #[test]
@@ -385,9 +397,11 @@ mod tests {
                 bytes in prop::collection::vec(any::<u8>(), 0..400),
                 route in "[{}\\[\\]\",:a-z0-9 ]{0,200}",
             ) {
-                let _ = split_flow_param(Bytes::from(bytes));
+                let _ = split_event(Bytes::from(bytes));
                 let event = format!(r#"{{"a": 1, "__ferry_flow": {route}}}"#);
-                let _ = split_flow_param(Bytes::from(event));
+                let _ = split_event(Bytes::from(event));
+                let event = format!(r#"{{"__ferry_binary": {route}, "__ferry_flow": {route}}}"#);
+                let _ = split_event(Bytes::from(event));
             }
         }
     }
