@@ -17,7 +17,11 @@
 //! use std::time::Duration;
 //! use ferry_core::FunctionConfig;
 //!
-//! let config = FunctionConfig { memory_mb: 512, timeout: Duration::from_secs(30), concurrency: 1 };
+//! let config = FunctionConfig {
+//!     memory_mb: 512,
+//!     timeout: Duration::from_secs(30),
+//!     ..FunctionConfig::DEFAULT
+//! };
 //! let hash = ferry_core::naming::config_hash(&config, "count-queens");
 //! assert_eq!(hash, "5e63fd26");
 //! assert_eq!(
