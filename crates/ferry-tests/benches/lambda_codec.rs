@@ -9,8 +9,6 @@
 //! `target/ferry-bench/lambda_codec.md`).
 
 use std::fmt::Write as _;
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferry::aws::{AwsConfig, Credentials};
@@ -21,59 +19,9 @@ const WARM_UP: usize = 5;
 const CALLS: usize = 30;
 const SIZES: [usize; 3] = [1 << 10, 64 << 10, 1 << 20];
 
-/// Kills the child when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_emulator() -> (Running, u16) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let emulator = Command::new("cargo")
-        .args([
-            "lambda",
-            "watch",
-            "--only-lambda-apis",
-            "-A",
-            "127.0.0.1",
-            "-P",
-        ])
-        .arg(port.to_string())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("cargo-lambda is installed (scripts/test.sh installs it)");
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "no emulator");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (Running(emulator), port)
-}
-
-fn start_bootstrap(port: u16) -> Running {
-    let bootstrap = Command::new(env!("CARGO_BIN_EXE_ferry-fixture"))
-        .env_remove("FERRY_ROLE")
-        .env(
-            "AWS_LAMBDA_RUNTIME_API",
-            format!("http://127.0.0.1:{port}/.rt"),
-        )
-        .env("AWS_LAMBDA_FUNCTION_NAME", "_")
-        .env("_HANDLER", "byte_len")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the bootstrap");
-    Running(bootstrap)
-}
+// The tests' emulator and bootstrap, which start and stop `cargo lambda watch` and the fixture.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 fn context(port: u16, codec: LambdaCodec) -> Context {
     let aws = AwsConfig::new(
@@ -105,8 +53,9 @@ fn encode_time(args: &ByteLen, codec: Codec) -> Duration {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let (_emulator, port) = start_emulator();
-    let _bootstrap = start_bootstrap(port);
+    let emulator = common::Emulator::start();
+    let port = emulator.port();
+    let _bootstrap = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "byte_len", &[]);
     let json = context(port, LambdaCodec::Json);
     let binary = context(port, LambdaCodec::BinaryInJson);
     let mut table = String::from(
