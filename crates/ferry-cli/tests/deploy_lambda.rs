@@ -8,8 +8,6 @@
 //! is one more function with a Function URL, public or IAM-authenticated.
 
 mod common;
-#[path = "common/moto.rs"]
-mod moto;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -17,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{Scratch, fails, fixture, manifest, ok, only_zip_entry, web_fixture};
-use moto::Moto;
+use ferry_tests::moto::{self, Moto};
 use sha2::Digest as _;
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/ferry-test";

@@ -29,8 +29,6 @@
 mod common;
 #[path = "common/crates.rs"]
 mod crates;
-#[path = "common/moto.rs"]
-mod moto;
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -42,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use common::{Scratch, only_zip_entry, workspace};
 use crates::{build_lock, outside_workspace, shared_target};
-use moto::Moto;
+use ferry_tests::moto::{self, Moto};
 use sha2::Digest as _;
 
 /// The one command the test does not run (see the module docs).

@@ -527,6 +527,13 @@ pub const SHARED_CACHE_MB: Setting = user(
     "64",
     "MiB of shared values a process caches, counted by their encoded blobs",
 );
+/// The bucket for what Lambda's limits cannot carry.
+pub const STORE: Setting = user(
+    "FERRY_STORE",
+    Takes::Text,
+    "none",
+    "`s3://bucket/prefix`: where the `lambda` backend and runtime put arguments and outputs over Lambda's payload limit, and shared values (once each); host and functions need the same",
+);
 /// The Redis of `ferry::state`.
 pub const REDIS_URL: Setting = user(
     "FERRY_REDIS_URL",
@@ -590,6 +597,7 @@ pub const ALL: &[Setting] = &[
     LAMBDA_CONNECTIONS,
     LAMBDA_ROLE,
     SHARED_CACHE_MB,
+    STORE,
     REDIS_URL,
     LOCAL_HOST_PID,
     WORKER_ID,

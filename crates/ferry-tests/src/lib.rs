@@ -3,6 +3,7 @@
 //! `ferry-fixture` is the program that serves them; the tests in `tests/` are its hosts.
 
 pub mod controller;
+pub mod moto;
 pub mod redis_server;
 pub mod registry;
 

@@ -124,6 +124,9 @@ pub struct AwsConfig {
     credentials: CredentialsCache,
     credentials_source: String,
     lambda_endpoint: String,
+    /// An S3 endpoint set in the environment (an S3-compatible store, an emulator); `None`:
+    /// AWS's own, per bucket.
+    s3_endpoint: Option<String>,
 }
 
 impl AwsConfig {
@@ -132,6 +135,7 @@ impl AwsConfig {
         let region = region.into();
         Self {
             lambda_endpoint: default_endpoint("lambda", &region),
+            s3_endpoint: None,
             region,
             credentials: CredentialsCache::fixed(&credentials),
             credentials_source: "given".to_owned(),
@@ -228,38 +232,28 @@ impl AwsConfig {
             ));
         }
 
-        // As the SDK's own Lambda client resolves it: an endpoint set in code wins; else the
-        // service's (`AWS_ENDPOINT_URL_LAMBDA`, a profile's `[services]` section), else the
-        // global one (`AWS_ENDPOINT_URL`, a profile's `endpoint_url`).
-        let configured = if sdk.get_origin("endpoint_url").is_client_config() {
-            sdk.endpoint_url().map(str::to_owned)
-        } else {
-            sdk.service_config()
-                .and_then(|config| {
-                    config.load_config(
-                        aws_types::service_config::ServiceConfigKey::builder()
-                            .service_id("Lambda")
-                            .env("AWS_ENDPOINT_URL")
-                            .profile("endpoint_url")
-                            .build()
-                            .ok()?,
-                    )
-                })
-                .or_else(|| sdk.endpoint_url().map(str::to_owned))
-        };
-        let lambda_endpoint = match configured.filter(|url| !url.trim().is_empty()) {
+        let lambda_endpoint = match configured_endpoint(sdk, "Lambda") {
             Some(url) => check_endpoint(
                 "the lambda endpoint (`AWS_ENDPOINT_URL_LAMBDA`, `AWS_ENDPOINT_URL` or a profile's `endpoint_url`)",
                 &url,
             )?,
             None => default_endpoint("lambda", &region),
         };
+        let s3_endpoint = configured_endpoint(sdk, "S3")
+            .map(|url| {
+                check_endpoint(
+                    "the s3 endpoint (`AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL` or a profile's `endpoint_url`)",
+                    &url,
+                )
+            })
+            .transpose()?;
 
         Ok(Self {
             region,
             credentials: CredentialsCache::provided(provider, credentials, &credentials_source),
             credentials_source,
             lambda_endpoint,
+            s3_endpoint,
         })
     }
 
@@ -271,6 +265,23 @@ impl AwsConfig {
     pub fn with_lambda_endpoint(mut self, url: &str) -> Result<Self, AwsError> {
         self.lambda_endpoint = check_endpoint("the lambda endpoint", url)?;
         Ok(self)
+    }
+
+    /// Replaces the S3 endpoint (`http://` or `https://`): an S3-compatible store, whose
+    /// buckets are then addressed by path (`{endpoint}/{bucket}/{key}`).
+    ///
+    /// # Errors
+    ///
+    /// `url` is not an `http(s)://` URL.
+    pub fn with_s3_endpoint(mut self, url: &str) -> Result<Self, AwsError> {
+        self.s3_endpoint = Some(check_endpoint("the s3 endpoint", url)?);
+        Ok(self)
+    }
+
+    /// The S3 endpoint set in the environment, if any; `None` means AWS's own
+    /// (`https://{bucket}.s3.{region}.amazonaws.com`).
+    pub fn s3_endpoint(&self) -> Option<&str> {
+        self.s3_endpoint.as_deref()
     }
 
     /// The region, like `eu-west-1`.
@@ -305,6 +316,7 @@ impl AwsConfig {
             region: self.region.clone(),
             service: service.to_owned(),
             content_sha256: false,
+            unsigned_payload: false,
         }
     }
 }
@@ -515,6 +527,7 @@ pub struct Signer {
     region: String,
     service: String,
     content_sha256: bool,
+    unsigned_payload: bool,
 }
 
 /// Headers that change on the way (proxies, tracing) or are written by signing itself; they are
@@ -534,7 +547,17 @@ impl Signer {
             region: region.to_owned(),
             service: service.to_owned(),
             content_sha256: false,
+            unsigned_payload: false,
         }
+    }
+
+    /// Sends `x-amz-content-sha256: UNSIGNED-PAYLOAD` and leaves the body out of the signature,
+    /// as S3 allows: large objects are not hashed twice (the signature covers the headers; TLS,
+    /// and ferry's own content hashes where it has them, cover the body).
+    pub fn with_unsigned_payload(mut self) -> Self {
+        self.content_sha256 = true;
+        self.unsigned_payload = true;
+        self
     }
 
     /// Also sends and signs `x-amz-content-sha256` (the body's SHA-256), as S3 requires. Lambda
@@ -647,7 +670,11 @@ impl Signer {
                         .any(|unsigned| name.eq_ignore_ascii_case(unsigned))
                 })
                 .copied(),
-            SignableBody::Bytes(body),
+            if self.unsigned_payload {
+                SignableBody::UnsignedPayload
+            } else {
+                SignableBody::Bytes(body)
+            },
         )
         .map_err(|e| AwsError::signing(url, &e))?;
         let (instructions, _signature) = sigv4_sign(request, &params)
@@ -875,6 +902,29 @@ fn provider_name(credentials: &aws_credential_types::Credentials) -> String {
     } else {
         format!("{name}, profile {}", profile_name())
     }
+}
+
+/// The endpoint the SDK's own client for `service_id` (`Lambda`, `S3`) would use, if one is
+/// configured: set in code, else the service's (`AWS_ENDPOINT_URL_<SERVICE>`, a profile's
+/// `[services]` section), else the global one (`AWS_ENDPOINT_URL`, a profile's `endpoint_url`).
+fn configured_endpoint(sdk: &aws_types::SdkConfig, service_id: &str) -> Option<String> {
+    let configured = if sdk.get_origin("endpoint_url").is_client_config() {
+        sdk.endpoint_url().map(str::to_owned)
+    } else {
+        sdk.service_config()
+            .and_then(|config| {
+                config.load_config(
+                    aws_types::service_config::ServiceConfigKey::builder()
+                        .service_id(service_id)
+                        .env("AWS_ENDPOINT_URL")
+                        .profile("endpoint_url")
+                        .build()
+                        .ok()?,
+                )
+            })
+            .or_else(|| sdk.endpoint_url().map(str::to_owned))
+    };
+    configured.filter(|url| !url.trim().is_empty())
 }
 
 fn check_endpoint(what: &str, url: &str) -> Result<String, AwsError> {

@@ -65,6 +65,8 @@ mod runtime;
 pub mod shared;
 #[cfg(feature = "state")]
 pub mod state;
+#[cfg(feature = "lambda")]
+pub mod store;
 #[cfg(feature = "web")]
 pub mod web;
 mod wire;

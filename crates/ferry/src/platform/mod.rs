@@ -197,6 +197,11 @@ pub(crate) trait RemoteClient: Send + Sync + 'static {
         Self::CODEC
     }
 
+    /// Whether shared values can travel by id, when a client's settings choose it.
+    fn delivers_shared(&self) -> bool {
+        Self::DELIVERS_SHARED
+    }
+
     /// Sends encoded arguments.
     fn send(
         self: &Arc<Self>,
@@ -227,7 +232,7 @@ impl<C: RemoteClient> Transport for Arc<C> {
     }
 
     fn delivers_shared(&self) -> bool {
-        C::DELIVERS_SHARED
+        RemoteClient::delivers_shared(&**self)
     }
 }
 
@@ -446,28 +451,49 @@ pub(crate) const BINARY_PARAM: &str = "__ferry_binary";
 pub(crate) const FLOW_PARAM: &str = "__ferry_flow";
 
 #[cfg(any(feature = "openwhisk", feature = "lambda"))]
-/// The JSON arguments with the envelope's flow route added as [`FLOW_PARAM`], if it has one.
+/// The JSON arguments with the envelope's flow route added as [`FLOW_PARAM`], and the ids of the
+/// shared values they refer to as `__ferry_shared`, if it has them. They are written into the
+/// object's text: the arguments are not parsed again.
 fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
-    let Some(route) = &envelope.flow else {
+    let mut params = serde_json::Map::new();
+    if let Some(route) = &envelope.flow {
+        let route = serde_json::to_value(route)
+            .map_err(|e| Error::protocol(format!("cannot encode the flow route: {e}")))?;
+        params.insert(FLOW_PARAM.to_owned(), route);
+    }
+    if !envelope.blobs.is_empty() {
+        let ids = serde_json::to_value(&envelope.blobs)
+            .map_err(|e| Error::protocol(format!("cannot encode shared value ids: {e}")))?;
+        params.insert(SHARED_PARAM.to_owned(), ids);
+    }
+    if params.is_empty() {
         return Ok(payload);
+    }
+    let params = serde_json::to_vec(&params)
+        .map_err(|e| Error::protocol(format!("cannot encode the arguments: {e}")))?;
+    // `{"k":v}` without its braces, spliced in after the arguments' opening one.
+    let params = &params[1..params.len() - 1];
+    let arguments = payload.trim_ascii();
+    if arguments.is_empty() {
+        return Ok(Bytes::from([b"{", params, b"}"].concat()));
+    }
+    let Some(members) = arguments.strip_prefix(b"{") else {
+        return Err(Error::protocol(
+            "a flow stage's arguments must be a json object",
+        ));
     };
-    let mut arguments: serde_json::Map<String, serde_json::Value> =
-        if payload.trim_ascii().is_empty() {
-            serde_json::Map::new()
-        } else {
-            serde_json::from_slice(&payload).map_err(|e| {
-                Error::protocol(format!(
-                    "a flow stage's arguments must be a json object: {e}"
-                ))
-            })?
-        };
-    let route = serde_json::to_value(route)
-        .map_err(|e| Error::protocol(format!("cannot encode the flow route: {e}")))?;
-    arguments.insert(FLOW_PARAM.to_owned(), route);
-    serde_json::to_vec(&arguments)
-        .map(Bytes::from)
-        .map_err(|e| Error::protocol(format!("cannot encode the arguments: {e}")))
+    let separator: &[u8] = if members.trim_ascii_start().starts_with(b"}") {
+        b""
+    } else {
+        b","
+    };
+    Ok(Bytes::from([b"{", params, separator, members].concat()))
 }
+
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
+/// The parameter that lists the shared values an event's arguments refer to by id (events of a
+/// backend that delivers them through a store).
+pub(crate) const SHARED_PARAM: &str = "__ferry_shared";
 
 #[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// Takes [`FLOW_PARAM`] out of JSON arguments: the route of the flow this invocation is a stage

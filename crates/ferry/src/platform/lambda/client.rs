@@ -6,7 +6,9 @@
 //!   keep-alive HTTP/1.1; over plain `http://` (an emulator) HTTP/1.1 is used unless h2c is asked.
 //! - A function error is still a 200 with `X-Amz-Function-Error`: the body is the runtime's error
 //!   object, which ferry's runtime extends with the ferry error, so kinds travel back exactly.
-//! - Arguments over Lambda's 6 MB request limit are refused before sending.
+//! - Arguments over Lambda's 6 MB request limit go through the store (`FERRY_STORE`,
+//!   [`super::offload`]), as do outputs over it and shared values; without a store they are
+//!   refused before sending.
 //! - 429 (`TooManyRequestsException`) is [`ErrorKind::Throttled`], 5xx [`ErrorKind::Unavailable`]:
 //!   both retried with jittered backoff by the [`RetryPolicy`].
 
@@ -19,6 +21,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::MAX_PAYLOAD;
+use super::offload::{Offload, referenced_key};
 use crate::aws::{AwsConfig, Signer};
 use crate::platform::retry::RetryPolicy;
 use crate::platform::{BackendKind, RemoteClient};
@@ -72,6 +75,10 @@ pub struct LambdaConfig {
     /// How typed calls encode arguments and outputs (`FERRY_LAMBDA_CODEC`): JSON, which any
     /// Lambda function reads, or [`LambdaCodec::BinaryInJson`] between ferry programs.
     pub codec: LambdaCodec,
+    /// Where arguments and outputs over Lambda's 6 MB limit, and shared values, travel
+    /// (`FERRY_STORE`, [`crate::store`]); without one, larger payloads are refused and shared
+    /// values travel in full with every call.
+    pub store: Option<crate::store::StoreLocation>,
     /// Connections in the pool; requests are spread over them round-robin.
     pub connections: usize,
     /// Longest wait for one request's answer (Lambda's own limit is 15 minutes).
@@ -91,6 +98,7 @@ impl LambdaConfig {
             qualifier: None,
             http: LambdaHttp::Auto,
             codec: LambdaCodec::Json,
+            store: None,
             connections: 16,
             request_timeout: Duration::from_secs(905),
             retry: RetryPolicy::default(),
@@ -101,7 +109,7 @@ impl LambdaConfig {
     /// name template),
     /// `FERRY_LAMBDA_ROUTES` (`name=lambda-function,…`), `FERRY_LAMBDA_QUALIFIER`,
     /// `FERRY_LAMBDA_HTTP` (`auto`, `h2c` or `http1`), `FERRY_LAMBDA_CODEC` (`json` or
-    /// `binary-in-json`) and `FERRY_LAMBDA_CONNECTIONS`.
+    /// `binary-in-json`), `FERRY_STORE` and `FERRY_LAMBDA_CONNECTIONS`.
     pub async fn load() -> Result<Self> {
         let aws = AwsConfig::load()
             .await
@@ -120,7 +128,7 @@ impl LambdaConfig {
     fn with_env(aws: AwsConfig) -> Result<Self> {
         use crate::config::{
             APP, LAMBDA_CODEC, LAMBDA_CONNECTIONS, LAMBDA_FUNCTIONS, LAMBDA_HTTP, LAMBDA_QUALIFIER,
-            LAMBDA_ROUTES,
+            LAMBDA_ROUTES, STORE,
         };
         let mut config = Self::new(aws);
         if let Some(template) = LAMBDA_FUNCTIONS.text() {
@@ -137,6 +145,11 @@ impl LambdaConfig {
         if LAMBDA_CODEC.word()? == Some("binary-in-json") {
             config.codec = LambdaCodec::BinaryInJson;
         }
+        config.store = STORE
+            .text()
+            .map(|text| text.parse())
+            .transpose()
+            .map_err(|e: crate::store::StoreError| Error::config(e.to_string()))?;
         if let Some(connections) = LAMBDA_CONNECTIONS.number()? {
             config.connections = connections;
         }
@@ -178,6 +191,13 @@ impl LambdaConfig {
         self
     }
 
+    /// Sends payloads over Lambda's limit, and shared values, through `store`.
+    #[must_use]
+    pub fn store(mut self, store: crate::store::StoreLocation) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Sets the number of pooled connections.
     #[must_use]
     pub fn connections(mut self, n: usize) -> Self {
@@ -212,6 +232,7 @@ pub(crate) struct LambdaBackend {
     /// host, so the pool is a set of clients.
     clients: Vec<reqwest::Client>,
     next_client: AtomicUsize,
+    offload: Option<Offload>,
 }
 
 impl LambdaBackend {
@@ -232,7 +253,13 @@ impl LambdaBackend {
                     .map_err(|e| Error::config(format!("cannot build the http client: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;
+        let offload = config
+            .store
+            .clone()
+            .map(|location| crate::store::Store::new(&config.aws, location).map(Offload::new))
+            .transpose()?;
         Ok(Self {
+            offload,
             signer: config.aws.signer("lambda"),
             config,
             clients,
@@ -397,6 +424,10 @@ impl RemoteClient for LambdaBackend {
         }
     }
 
+    fn delivers_shared(&self) -> bool {
+        self.offload.is_some()
+    }
+
     fn send(
         self: &Arc<Self>,
         envelope: Envelope,
@@ -405,8 +436,23 @@ impl RemoteClient for LambdaBackend {
     ) -> BoxFuture<'static, Result<Bytes>> {
         let backend = self.clone();
         Box::pin(async move {
-            let payload =
-                crate::platform::json_event(&envelope, payload, MAX_PAYLOAD, BackendKind::Lambda)?;
+            let offload = backend.offload.as_ref();
+            if let Some(offload) = offload {
+                offload.upload_shared(&envelope.blobs).await?;
+            }
+            let limit = if offload.is_some() {
+                usize::MAX
+            } else {
+                MAX_PAYLOAD
+            };
+            let mut payload =
+                crate::platform::json_event(&envelope, payload, limit, BackendKind::Lambda)?;
+            let mut stored = None;
+            if let Some(offload) = offload.filter(|_| payload.len() > MAX_PAYLOAD) {
+                let (reference, key) = offload.put_payload(payload).await?;
+                payload = reference;
+                stored = Some(key);
+            }
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let function = backend.config.function(&envelope.function, name)?;
             let mut url = format!(
@@ -417,11 +463,26 @@ impl RemoteClient for LambdaBackend {
                 url.push_str("?Qualifier=");
                 url.push_str(qualifier);
             }
-            backend
+            let output = backend
                 .config
                 .retry
                 .run(|| backend.attempt(&url, &function, payload.clone()))
-                .await
+                .await;
+            if let (Some(offload), Some(key)) = (offload, stored) {
+                offload.forget(key);
+            }
+            let output = output?;
+            let Some(key) = referenced_key(&output) else {
+                return Ok(output);
+            };
+            let offload = offload.ok_or_else(|| {
+                Error::config(format!(
+                    "`{function}` answered through its store (`{key}`), but this caller has no `FERRY_STORE`: give it the functions' store"
+                ))
+            })?;
+            let output = offload.resolve(&key).await;
+            offload.forget(key);
+            output
         })
     }
 }

@@ -4,6 +4,8 @@
 #[cfg(feature = "lambda")]
 pub(crate) mod client;
 #[cfg(feature = "lambda")]
+pub(crate) mod offload;
+#[cfg(feature = "lambda")]
 pub(crate) mod server;
 
 #[cfg(feature = "lambda")]

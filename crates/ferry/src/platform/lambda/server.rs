@@ -124,64 +124,128 @@ async fn serve_invocations(
         let event = if invocation.event.trim_ascii() == b"null" {
             Bytes::new()
         } else {
-            invocation.event
+            invocation.event.clone()
         };
-        let (event, codec, flow) = split_event(event);
-        let mut envelope = Envelope::new(registration.descriptor().id, codec);
-        envelope.deadline_ms = invocation.deadline_ms;
-        envelope.trace = invocation.trace.clone();
-        envelope
-            .metadata
-            .insert("aws_request_id".to_owned(), invocation.request_id.clone());
-        if let Some(arn) = &invocation.arn {
-            envelope
-                .metadata
-                .insert("invoked_function_arn".to_owned(), arn.clone());
-        }
-        if let Some(trace) = &invocation.trace {
-            envelope
-                .metadata
-                .insert("_X_AMZN_TRACE_ID".to_owned(), trace.clone());
-        }
-        let result = match flow {
-            Ok(flow) => {
-                envelope.flow = flow;
-                runtime.invoke(registration, &envelope, event).await
-            }
-            Err(failure) => Err(failure),
+        let result = match resolve_event(event).await {
+            Ok(event) => run_invocation(runtime, registration, &invocation, event).await,
+            Err(error) => Err(error),
         };
         let result = result.map_err(|e| e.in_function(registration.descriptor().id));
         post_result(client, base, &invocation.request_id, result).await?;
     }
 }
 
-/// The event's arguments, their codec, and the flow route a chained flow's caller put in it.
+/// The event a reference in the store (`{"__ferry_payload": …}`) stands for, or the event.
+async fn resolve_event(event: Bytes) -> crate::Result<Bytes> {
+    match super::offload::referenced_key(&event) {
+        Some(key) => super::offload::runtime_store().await?.resolve(&key).await,
+        None => Ok(event),
+    }
+}
+
+/// Runs one invocation: its envelope from the event and the headers, the shared values it
+/// refers to fetched from the store (and held until it ends).
+async fn run_invocation(
+    runtime: &Runtime,
+    registration: &'static Registration,
+    invocation: &NextInvocation,
+    event: Bytes,
+) -> crate::Result<Vec<u8>> {
+    let Split {
+        arguments,
+        codec,
+        flow,
+        shared,
+    } = split_event(event);
+    let mut envelope = Envelope::new(registration.descriptor().id, codec);
+    envelope.deadline_ms = invocation.deadline_ms;
+    envelope.trace = invocation.trace.clone();
+    envelope
+        .metadata
+        .insert("aws_request_id".to_owned(), invocation.request_id.clone());
+    if let Some(arn) = &invocation.arn {
+        envelope
+            .metadata
+            .insert("invoked_function_arn".to_owned(), arn.clone());
+    }
+    if let Some(trace) = &invocation.trace {
+        envelope
+            .metadata
+            .insert("_X_AMZN_TRACE_ID".to_owned(), trace.clone());
+    }
+    envelope.flow = flow?;
+    envelope.blobs = shared?;
+    let _pins = if envelope.blobs.is_empty() {
+        None
+    } else {
+        let store = super::offload::runtime_store().await?;
+        Some(crate::shared::ensure(&envelope.blobs, |id| store.fetch_shared(id)).await?)
+    };
+    runtime.invoke(registration, &envelope, arguments).await
+}
+
+/// An event taken apart: the arguments, their codec, the flow route a chained flow's caller
+/// put in it, and the shared values its arguments refer to by id.
+struct Split {
+    arguments: Bytes,
+    codec: Codec,
+    flow: crate::Result<Option<crate::wire::FlowRoute>>,
+    shared: crate::Result<Vec<crate::shared::BlobId>>,
+}
+
 /// Arguments are JSON, or the binary codec inside JSON when the event is
 /// `{"__ferry_binary": "<base64>"}` (a caller's [`Codec::BinaryInJson`]), whose answer is then
-/// in that codec too. Events that mention neither are passed on untouched, without being parsed.
-fn split_event(event: Bytes) -> (Bytes, Codec, crate::Result<Option<crate::wire::FlowRoute>>) {
+/// in that codec too. Events that mention none of ferry's parameters are passed on untouched,
+/// without being parsed.
+fn split_event(event: Bytes) -> Split {
+    use super::offload::SHARED_PARAM;
     use crate::platform::{BINARY_PARAM, FLOW_PARAM};
+    let untouched = |event| Split {
+        arguments: event,
+        codec: Codec::Json,
+        flow: Ok(None),
+        shared: Ok(Vec::new()),
+    };
     let mentions =
         |param: &str| memchr::memmem::find(&event, format!("\"{param}\"").as_bytes()).is_some();
     let binary = mentions(BINARY_PARAM);
-    if !binary && !mentions(FLOW_PARAM) {
-        return (event, Codec::Json, Ok(None));
+    if !binary && !mentions(FLOW_PARAM) && !mentions(SHARED_PARAM) {
+        return untouched(event);
     }
     let Ok(mut arguments) = serde_json::from_slice::<serde_json::Value>(&event) else {
         // Not JSON: decoding the arguments reports it.
-        return (event, Codec::Json, Ok(None));
+        return untouched(event);
     };
     let flow = crate::platform::take_flow_param(&mut arguments);
+    let shared = match arguments
+        .as_object_mut()
+        .and_then(|object| object.remove(SHARED_PARAM))
+    {
+        None => Ok(Vec::new()),
+        Some(ids) => serde_json::from_value::<Vec<crate::shared::BlobId>>(ids)
+            .map_err(|e| Error::bad_input(SHARED_PARAM, format!("invalid shared value ids: {e}"))),
+    };
     if let Some(object) = arguments.as_object_mut() {
         if object.len() == 1 && object.get(BINARY_PARAM).is_some_and(|v| v.is_string()) {
             let encoded = object.remove(BINARY_PARAM).unwrap_or_default();
             let quoted = serde_json::to_vec(&encoded).unwrap_or_default();
-            return (Bytes::from(quoted), Codec::BinaryInJson, flow);
+            return Split {
+                arguments: Bytes::from(quoted),
+                codec: Codec::BinaryInJson,
+                flow,
+                shared,
+            };
         }
     }
-    match serde_json::to_vec(&arguments) {
-        Ok(stripped) => (Bytes::from(stripped), Codec::Json, flow),
-        Err(_) => (event, Codec::Json, flow),
+    let arguments = match serde_json::to_vec(&arguments) {
+        Ok(stripped) => Bytes::from(stripped),
+        Err(_) => event,
+    };
+    Split {
+        arguments,
+        codec: Codec::Json,
+        flow,
+        shared,
     }
 }
 
@@ -279,23 +343,18 @@ pub(crate) async fn next_invocation(
 }
 
 /// Posts an invocation's result to `/response`, or its failure to `/error`. An output over
-/// Lambda's 6 MB limit becomes a `Function.ResponseSizeTooLarge` error.
+/// Lambda's 6 MB limit goes through the store (`FERRY_STORE`), or becomes a `PayloadTooLarge`
+/// error.
 pub(crate) async fn post_result(
     client: &reqwest::Client,
     base: &str,
     request_id: &str,
     result: Result<Vec<u8>, Error>,
 ) -> Result<(), String> {
-    let result = result.and_then(|output| {
-        if output.len() > super::MAX_PAYLOAD {
-            Err(Error::new(ErrorKind::PayloadTooLarge {
-                size: output.len() as u64,
-                limit: super::MAX_PAYLOAD as u64,
-            }))
-        } else {
-            Ok(output)
-        }
-    });
+    let result = match result {
+        Ok(output) if output.len() > super::MAX_PAYLOAD => offload_output(output).await,
+        other => other,
+    };
     let posted = match result {
         Ok(output) => {
             client
@@ -324,6 +383,21 @@ pub(crate) async fn post_result(
     posted
         .map(drop)
         .map_err(|error| format!("cannot post the result of {request_id}: {error}"))
+}
+
+/// An output over Lambda's limit: put in the store when the function has one (the answer is
+/// then a reference the caller fetches), else a `PayloadTooLarge` error.
+async fn offload_output(output: Vec<u8>) -> Result<Vec<u8>, Error> {
+    let too_large = Error::new(ErrorKind::PayloadTooLarge {
+        size: output.len() as u64,
+        limit: super::MAX_PAYLOAD as u64,
+    });
+    if crate::config::STORE.text().is_none() {
+        return Err(too_large);
+    }
+    let store = super::offload::runtime_store().await?;
+    let (reference, _key) = store.put_payload(Bytes::from(output)).await?;
+    Ok(reference.to_vec())
 }
 
 /// Lambda sends the deadline in ms since the Unix epoch; some emulators send the time left.
@@ -399,6 +473,8 @@ mod tests {
             ) {
                 let _ = split_event(Bytes::from(bytes));
                 let event = format!(r#"{{"a": 1, "__ferry_flow": {route}}}"#);
+                let _ = split_event(Bytes::from(event));
+                let event = format!(r#"{{"__ferry_shared": {route}, "__ferry_flow": {route}}}"#);
                 let _ = split_event(Bytes::from(event));
                 let event = format!(r#"{{"__ferry_binary": {route}, "__ferry_flow": {route}}}"#);
                 let _ = split_event(Bytes::from(event));

@@ -1,9 +1,5 @@
 //! moto's server (PyPI `moto[server]`, which scripts/test.sh installs): a real implementation of
-//! the Lambda and IAM APIs on loopback, started by a test and killed when it ends.
-//!
-//! Include it with `#[path = "common/moto.rs"] mod moto;`.
-
-#![allow(dead_code)]
+//! the Lambda, IAM, STS and S3 APIs on loopback, started by a test and killed when it ends.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +11,7 @@ use ferry::aws::{Credentials, Signer};
 pub const ACCOUNT: &str = "123456789012";
 
 /// A moto server on a free loopback port, killed on drop.
+#[derive(Debug)]
 pub struct Moto {
     child: Child,
     pub url: String,
@@ -115,11 +112,7 @@ impl Moto {
         let signed = signer
             .sign(method, &url, &[("content-type", content_type)], body)
             .unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        blocking(async {
             let mut headers = reqwest::header::HeaderMap::new();
             headers.insert("content-type", content_type.parse().unwrap());
             signed.apply_to(&mut headers);
@@ -159,10 +152,85 @@ impl Moto {
             ("AWS_ENDPOINT_URL_LAMBDA".into(), self.url.clone()),
             // Profiles that assume roles call STS: moto's.
             ("AWS_ENDPOINT_URL_STS".into(), self.url.clone()),
+            ("AWS_ENDPOINT_URL_S3".into(), self.url.clone()),
             // No instance metadata service to wait for when nothing else gives credentials.
             ("AWS_EC2_METADATA_DISABLED".into(), "true".into()),
             ("HOME".into(), home.display().to_string()),
         ]
+    }
+
+    /// Creates the S3 bucket `name` in `region`, with versioning on, so that
+    /// [`object_versions`](Self::object_versions) counts every upload of a key.
+    pub fn create_versioned_bucket(&self, region: &str, name: &str) {
+        let configuration = format!(
+            "<CreateBucketConfiguration><LocationConstraint>{region}</LocationConstraint></CreateBucketConfiguration>"
+        );
+        let (status, text) =
+            self.signed_s3(region, "PUT", &format!("/{name}"), configuration.as_bytes());
+        assert_eq!(status, 200, "CreateBucket {name}: {text}");
+        let versioning =
+            "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+        let (status, text) = self.signed_s3(
+            region,
+            "PUT",
+            &format!("/{name}?versioning"),
+            versioning.as_bytes(),
+        );
+        assert_eq!(status, 200, "PutBucketVersioning {name}: {text}");
+    }
+
+    /// Every version of every object under `prefix` in `bucket` (deleted ones included, delete
+    /// markers not), by key: how often each key was written.
+    pub fn object_versions(&self, region: &str, bucket: &str, prefix: &str) -> Vec<String> {
+        let (status, text) = self.signed_s3(
+            region,
+            "GET",
+            &format!("/{bucket}?versions&prefix={prefix}"),
+            b"",
+        );
+        assert_eq!(status, 200, "ListObjectVersions {bucket}: {text}");
+        text.split("<Version>")
+            .skip(1)
+            .filter_map(|version| {
+                let (_, rest) = version.split_once("<Key>")?;
+                rest.split_once("</Key>").map(|(key, _)| key.to_owned())
+            })
+            .collect()
+    }
+
+    /// The keys of the objects under `prefix` in `bucket` now.
+    pub fn object_keys(&self, region: &str, bucket: &str, prefix: &str) -> Vec<String> {
+        let (status, text) = self.signed_s3(
+            region,
+            "GET",
+            &format!("/{bucket}?list-type=2&prefix={prefix}"),
+            b"",
+        );
+        assert_eq!(status, 200, "ListObjectsV2 {bucket}: {text}");
+        text.split("<Key>")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_owned()))
+            .collect()
+    }
+
+    fn signed_s3(&self, region: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        let test = Credentials::new("test", "test", None);
+        let signer = Signer::new(&test, region, "s3").with_content_sha256(true);
+        let url = format!("{}{path}", self.url);
+        let signed = signer.sign(method, &url, &[], body).unwrap();
+        blocking(async {
+            let mut headers = reqwest::header::HeaderMap::new();
+            signed.apply_to(&mut headers);
+            let response = reqwest::Client::new()
+                .request(method.parse().unwrap(), &url)
+                .headers(headers)
+                .body(body.to_vec())
+                .send()
+                .await
+                .expect("moto answers");
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap())
+        })
     }
 
     /// ListFunctions: the configuration of every function in `region`.
@@ -179,6 +247,23 @@ impl Moto {
         let list: serde_json::Value = serde_json::from_str(&text).unwrap();
         list["Functions"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// Runs a request to completion on a runtime of its own, on a thread of its own: the helpers
+/// are called from sync tests and from async ones alike.
+fn blocking<T: Send>(request: impl std::future::Future<Output = T> + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(request)
+            })
+            .join()
+            .unwrap()
+    })
 }
 
 impl Drop for Moto {
