@@ -975,3 +975,142 @@ fn deploy_with_an_assumed_role_or_a_credential_process() {
         "{unrun}"
     );
 }
+
+/// The fixture's zip with 60 MiB of incompressible data beside `bootstrap`: past Lambda's 50 MiB
+/// direct-upload limit.
+fn write_large_zip(path: &Path) {
+    let (name, _, bootstrap) = only_zip_entry(path);
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let executable = zip::write::SimpleFileOptions::default().unix_permissions(0o755);
+    zip.start_file(name, executable).unwrap();
+    zip.write_all(&bootstrap).unwrap();
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("assets/noise.bin", stored).unwrap();
+    // xorshift64: deterministic, and no compressor shrinks it.
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut noise = Vec::with_capacity(60 << 20);
+    while noise.len() < 60 << 20 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        noise.extend_from_slice(&state.to_le_bytes());
+    }
+    zip.write_all(&noise).unwrap();
+    zip.finish().unwrap();
+}
+
+/// Code over Lambda's 50 MiB direct-upload limit goes up through S3: to the bucket
+/// `ferry-<account>-<region>` that ferry creates, or to `--store`, which the functions also get
+/// as `FERRY_STORE`. The deployed code is the zip, byte for byte (its SHA-256 and size).
+#[test]
+fn code_over_the_direct_upload_limit_goes_through_s3() {
+    let moto = Moto::start();
+    moto.create_role("ferry-test");
+    let dir = fixture_copy();
+    // Two of the fixture's functions: each function created from a large zip costs moto seconds.
+    let mut trimmed = manifest(dir.path());
+    trimmed["functions"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| ["add", "byte_len"].contains(&f["name"].as_str().unwrap()));
+    assert_eq!(trimmed["functions"].as_array().unwrap().len(), 2);
+    std::fs::write(dir.path().join("manifest.json"), trimmed.to_string()).unwrap();
+    let zip = zip_path(dir.path());
+    write_large_zip(&zip);
+    let size = std::fs::metadata(&zip).unwrap().len();
+    assert!(size > 50 << 20, "{size}");
+    let home = Scratch::new("home");
+    let env = moto.env(home.path());
+    let dir_arg = dir.path().to_str().unwrap();
+    let deploy = |extra: &[&str]| {
+        let mut args = vec![
+            "deploy",
+            "--platform",
+            "lambda",
+            "--dir",
+            dir_arg,
+            "--role",
+            ROLE,
+        ];
+        args.extend_from_slice(extra);
+        let output = ferry_env(&args, &env);
+        let stdout = ok(&output, "ferry deploy");
+        (stdout, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+
+    let (stdout, stderr) = deploy(&[]);
+    let bucket = format!("ferry-{}-us-east-1", moto::ACCOUNT);
+    assert!(
+        stderr.contains(&format!("s3://{bucket}/{PROGRAM}/code/")),
+        "{stderr}"
+    );
+    let created = table(&stdout);
+    assert!(
+        created.values().all(|(_, state)| state == "created"),
+        "{stdout}"
+    );
+    let keys = moto.object_keys("us-east-1", &bucket, &format!("{PROGRAM}/code/"));
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let (add, _) = &created["add"];
+    let function = moto.get_function(add);
+    assert_eq!(
+        function["Configuration"]["CodeSha256"].as_str(),
+        Some(code_sha256(&zip).as_str()),
+        "{function}"
+    );
+    assert_eq!(function["Configuration"]["CodeSize"].as_u64(), Some(size));
+
+    // Again: nothing changed, nothing to do.
+    let again = table(&deploy(&[]).0);
+    assert!(
+        again.values().all(|(_, state)| state == "unchanged"),
+        "{again:?}"
+    );
+
+    // A store of the user's: the code goes there, and the functions get it as `FERRY_STORE`.
+    moto.create_versioned_bucket("us-east-1", "team-data");
+    let (stdout, stderr) = deploy(&["--store", "s3://team-data/ferry"]);
+    assert!(stderr.contains("s3://team-data/ferry/code/"), "{stderr}");
+    let moved = table(&stdout);
+    assert!(
+        moved
+            .values()
+            .all(|(_, state)| state == "updated config (Environment)"),
+        "{stdout}"
+    );
+    let function = moto.get_function(add);
+    assert_eq!(
+        function["Configuration"]["Environment"]["Variables"]["FERRY_STORE"].as_str(),
+        Some("s3://team-data/ferry"),
+        "{function}"
+    );
+    assert_eq!(
+        moto.object_versions("us-east-1", "team-data", "ferry/code/")
+            .len(),
+        1
+    );
+
+    // A store that is not an S3 URL is refused before anything is sent.
+    let stderr = fails(
+        &ferry_env(
+            &[
+                "deploy",
+                "--platform",
+                "lambda",
+                "--dir",
+                dir_arg,
+                "--role",
+                ROLE,
+                "--store",
+                "team-data",
+            ],
+            &env,
+        ),
+        "deploy with a bad store",
+    );
+    assert!(
+        stderr.contains("a store is written `s3://bucket/prefix`"),
+        "{stderr}"
+    );
+}

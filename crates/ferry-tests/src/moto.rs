@@ -162,9 +162,14 @@ impl Moto {
     /// Creates the S3 bucket `name` in `region`, with versioning on, so that
     /// [`object_versions`](Self::object_versions) counts every upload of a key.
     pub fn create_versioned_bucket(&self, region: &str, name: &str) {
-        let configuration = format!(
-            "<CreateBucketConfiguration><LocationConstraint>{region}</LocationConstraint></CreateBucketConfiguration>"
-        );
+        // us-east-1 is the one region that takes no location constraint.
+        let configuration = if region == "us-east-1" {
+            String::new()
+        } else {
+            format!(
+                "<CreateBucketConfiguration><LocationConstraint>{region}</LocationConstraint></CreateBucketConfiguration>"
+            )
+        };
         let (status, text) =
             self.signed_s3(region, "PUT", &format!("/{name}"), configuration.as_bytes());
         assert_eq!(status, 200, "CreateBucket {name}: {text}");

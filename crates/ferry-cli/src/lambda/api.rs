@@ -93,22 +93,34 @@ struct CreateFunction<'a> {
     function_name: &'a str,
     #[serde(flatten)]
     settings: &'a FunctionSettings,
-    code: Code<'a>,
+    code: &'a CodeUpload,
     architectures: [&'a str; 1],
     package_type: &'static str,
     tags: &'a BTreeMap<String, String>,
 }
 
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct Code<'a> {
-    zip_file: &'a str,
+/// Where a function's code comes from: the zip itself, or an object in S3.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum CodeUpload {
+    Inline {
+        /// The zip, base64.
+        #[serde(rename = "ZipFile")]
+        zip_file: String,
+    },
+    S3 {
+        #[serde(rename = "S3Bucket")]
+        s3_bucket: String,
+        #[serde(rename = "S3Key")]
+        s3_key: String,
+    },
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct UpdateCode<'a> {
-    zip_file: &'a str,
+    #[serde(flatten)]
+    code: &'a CodeUpload,
     architectures: [&'a str; 1],
 }
 
@@ -202,21 +214,19 @@ impl LambdaApi {
         }
     }
 
-    /// CreateFunction from a base64 zip.
+    /// CreateFunction.
     pub async fn create_function(
         &self,
         name: &str,
         settings: &FunctionSettings,
-        zip_base64: &str,
+        code: &CodeUpload,
         architecture: &str,
         tags: &BTreeMap<String, String>,
     ) -> Result<FunctionConfiguration, ApiError> {
         let body = serde_json::to_vec(&CreateFunction {
             function_name: name,
             settings,
-            code: Code {
-                zip_file: zip_base64,
-            },
+            code,
             architectures: [architecture],
             package_type: "Zip",
             tags,
@@ -229,15 +239,15 @@ impl LambdaApi {
         parse(&body, "CreateFunction", name)
     }
 
-    /// UpdateFunctionCode from a base64 zip.
+    /// UpdateFunctionCode.
     pub async fn update_code(
         &self,
         name: &str,
-        zip_base64: &str,
+        code: &CodeUpload,
         architecture: &str,
     ) -> Result<FunctionConfiguration, ApiError> {
         let body = serde_json::to_vec(&UpdateCode {
-            zip_file: zip_base64,
+            code,
             architectures: [architecture],
         })
         .map_err(|e| local_error("UpdateFunctionCode", name, &e))?;

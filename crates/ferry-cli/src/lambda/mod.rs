@@ -40,6 +40,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use ferry::aws::AwsConfig;
+use ferry::store::{Store, StoreLocation};
 use ferry_core::manifest::Manifest;
 use sha2::{Digest as _, Sha256};
 
@@ -57,8 +58,11 @@ pub const RUNTIME: &str = "provided.al2023";
 /// Lambda's limits.
 const MEMORY_MB: std::ops::RangeInclusive<u32> = 128..=10_240;
 const MAX_TIMEOUT_S: u32 = 900;
-/// The largest zip Lambda accepts in a direct upload.
-const MAX_ZIP: u64 = 50 << 20;
+/// The largest zip Lambda accepts in a direct upload; larger ones go through S3.
+pub const MAX_INLINE_ZIP: u64 = 50 << 20;
+/// The largest code Lambda accepts at all (unzipped, through S3): a zip larger than that cannot
+/// unpack to less.
+const MAX_ZIP: u64 = 250 << 20;
 
 /// Settings shared by `ferry deploy` and `ferry ls` on Lambda.
 #[derive(Debug, Clone, clap::Args)]
@@ -77,6 +81,12 @@ pub struct LambdaArgs {
     /// region's).
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
+    /// The program's S3 store, `s3://bucket/prefix` (Lambda only): code over Lambda's 50 MiB
+    /// direct-upload limit goes up through it, and the functions get it as `FERRY_STORE` for
+    /// arguments, outputs and shared values over the payload limit. Without it, code that needs
+    /// a bucket goes to `ferry-<account>-<region>`, created with expiry rules.
+    #[arg(long, env = ferry::config::STORE.name, value_name = "S3_URL")]
+    pub store: Option<String>,
     /// Who may call a web app's Function URL (Lambda only): `none`, anyone (ferry grants the
     /// public access AWS requires), or `aws-iam`, SigV4-signed requests of principals allowed
     /// to invoke it.
@@ -162,7 +172,7 @@ pub struct UrlState {
 /// The program's code as uploaded.
 #[derive(Debug, Clone)]
 pub struct Code {
-    pub base64: String,
+    pub zip: Vec<u8>,
     /// What Lambda reports as `CodeSha256`: the base64 SHA-256 of the zip.
     pub sha256: String,
     /// `x86_64` or `arm64`.
@@ -174,6 +184,11 @@ pub struct Code {
 pub struct Deployment {
     pub api: LambdaApi,
     pub region: String,
+    pub aws: AwsConfig,
+    /// The functions' role (empty for `ferry ls` without one).
+    pub role: String,
+    /// `--store`, which the functions get as `FERRY_STORE`.
+    pub store: Option<StoreLocation>,
     pub app: String,
     pub functions: Vec<Desired>,
     /// The web app's function, when the program serves one.
@@ -227,7 +242,17 @@ impl Deployment {
             config = config.with_lambda_endpoint(url)?;
         }
         let app = args.app.clone().unwrap_or_else(|| info.program.clone());
-        let user_env: BTreeMap<String, String> = args.env.iter().cloned().collect();
+        let mut user_env: BTreeMap<String, String> = args.env.iter().cloned().collect();
+        let store = args
+            .store
+            .as_deref()
+            .map(str::parse::<StoreLocation>)
+            .transpose()?;
+        if let Some(store) = &store {
+            user_env
+                .entry(ferry::config::STORE.name.to_owned())
+                .or_insert_with(|| store.to_string());
+        }
 
         let mut functions = Vec::new();
         for function in &manifest.functions {
@@ -332,6 +357,9 @@ impl Deployment {
         let deployment = Self {
             api: LambdaApi::new(&config)?,
             region: config.region().to_owned(),
+            aws: config,
+            role: role.clone(),
+            store,
             app,
             functions,
             web,
@@ -486,6 +514,62 @@ impl Deployment {
     }
 }
 
+impl Deployment {
+    /// How the code goes up: inline when Lambda takes it so, else through the store: `--store`,
+    /// or the bucket `ferry-<account>-<region>` (the account from the role), created on first
+    /// use with the store's expiry rules. The zip is put under `code/<sha256>.zip` unless it is
+    /// there.
+    pub async fn upload(&self, code: &Code) -> anyhow::Result<api::CodeUpload> {
+        if code.zip.len() as u64 <= MAX_INLINE_ZIP {
+            return Ok(api::CodeUpload::Inline {
+                zip_file: base64_simd::STANDARD.encode_to_string(&code.zip),
+            });
+        }
+        let (location, own) = match &self.store {
+            Some(store) => (store.clone(), false),
+            None => {
+                let account = self
+                    .role
+                    .split(':')
+                    .nth(4)
+                    .filter(|a| !a.is_empty())
+                    .context("cannot tell the account from the role ARN: pass `--store s3://bucket/prefix`")?;
+                let bucket = format!("ferry-{account}-{}", self.region);
+                (StoreLocation::new(&bucket, &self.app)?, true)
+            }
+        };
+        let store = Store::new(&self.aws, location.clone())?;
+        if own && store.create_bucket().await.with_context(|| {
+            format!(
+                "cannot create the bucket for code over {} MiB: pass `--store s3://bucket/prefix`",
+                MAX_INLINE_ZIP >> 20
+            )
+        })? {
+            store.set_expiry().await?;
+        }
+        let digest = hex(&Sha256::digest(&code.zip));
+        let key = location.key(&format!("code/{digest}.zip"));
+        if !store.exists(&key).await? {
+            store
+                .put(&key, bytes::Bytes::from(code.zip.clone()))
+                .await
+                .with_context(|| format!("cannot upload the code to {location}"))?;
+        }
+        Ok(api::CodeUpload::S3 {
+            s3_bucket: location.bucket().to_owned(),
+            s3_key: key,
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut text, b| {
+        let _ = write!(text, "{b:02x}");
+        text
+    })
+}
+
 /// Reads the program's Lambda zip.
 pub fn read_code(path: &Path, architecture: &str) -> anyhow::Result<Code> {
     let zip = std::fs::read(path).with_context(|| {
@@ -496,7 +580,7 @@ pub fn read_code(path: &Path, architecture: &str) -> anyhow::Result<Code> {
     })?;
     if zip.len() as u64 > MAX_ZIP {
         bail!(
-            "`{}` is {:.1} MiB; Lambda accepts zips up to {} MiB in a direct upload (build with `--profile release`, and `strip = true` in the profile)",
+            "`{}` is {:.1} MiB; Lambda accepts code up to {} MiB unzipped (build with `--profile release`, and `strip = true` in the profile)",
             path.display(),
             zip.len() as f64 / (1 << 20) as f64,
             MAX_ZIP >> 20
@@ -509,7 +593,7 @@ pub fn read_code(path: &Path, architecture: &str) -> anyhow::Result<Code> {
     };
     Ok(Code {
         sha256: base64_simd::STANDARD.encode_to_string(Sha256::digest(&zip)),
-        base64: base64_simd::STANDARD.encode_to_string(&zip),
+        zip,
         architecture,
     })
 }

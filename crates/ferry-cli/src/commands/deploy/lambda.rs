@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::Args;
 use crate::artifacts::Artifacts;
-use crate::lambda::api::{ApiError, FunctionUrlConfig};
+use crate::lambda::api::{ApiError, CodeUpload, FunctionUrlConfig};
 use crate::lambda::{Code, Deployment, Desired, DesiredWeb, Difference, WEB_ROW, read_code};
 use crate::table;
 
@@ -40,6 +40,14 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
+    let upload = deployment.upload(code).await?;
+    if let CodeUpload::S3 { s3_bucket, s3_key } = &upload {
+        eprintln!(
+            "note: the code is {:.1} MiB, over Lambda's direct upload limit: it goes up through s3://{s3_bucket}/{s3_key}",
+            code.zip.len() as f64 / f64::from(1 << 20)
+        );
+    }
+    let upload = &upload;
     let deployed = deployment.deployed_names().await?;
     let total = deployment.functions.len() + usize::from(deployment.web.is_some());
     let bar = ProgressBar::new(total as u64);
@@ -54,7 +62,7 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
             .map(|(index, function)| {
                 let bar = &bar;
                 async move {
-                    let outcome = deploy_one(deployment, function, code).await;
+                    let outcome = deploy_one(deployment, function, code, upload).await;
                     bar.inc(1);
                     bar.set_message(function.handler.clone());
                     (index, outcome)
@@ -69,12 +77,13 @@ async fn deploy(deployment: &Deployment, code: &Code) -> anyhow::Result<()> {
     let web = match &deployment.web {
         Some(web) => {
             bar.set_message(WEB_ROW);
-            let outcome = deploy_web(deployment, web, code)
-                .await
-                .map(|(outcome, config)| {
-                    url = Some(config);
-                    outcome
-                });
+            let outcome =
+                deploy_web(deployment, web, code, upload)
+                    .await
+                    .map(|(outcome, config)| {
+                        url = Some(config);
+                        outcome
+                    });
             bar.inc(1);
             Some((&web.function, outcome))
         }
@@ -163,8 +172,9 @@ async fn deploy_web(
     deployment: &Deployment,
     web: &DesiredWeb,
     code: &Code,
+    upload: &CodeUpload,
 ) -> Result<(Outcome, FunctionUrlConfig), ApiError> {
-    let outcome = deploy_one(deployment, &web.function, code).await?;
+    let outcome = deploy_one(deployment, &web.function, code, upload).await?;
     let (url, changed) = deployment.deploy_url(web).await?;
     let outcome = match outcome {
         Outcome::Created => Outcome::Created,
@@ -185,13 +195,14 @@ async fn deploy_one(
     deployment: &Deployment,
     function: &Desired,
     code: &Code,
+    upload: &CodeUpload,
 ) -> Result<Outcome, ApiError> {
     let api = &deployment.api;
     let Some(deployed) = api.get_function(&function.name).await? else {
         api.create_function(
             &function.name,
             &function.settings,
-            &code.base64,
+            upload,
             code.architecture,
             &function.tags,
         )
@@ -205,7 +216,7 @@ async fn deploy_one(
     // Lambda takes one update at a time: wait for the previous one (a creation, say) to end.
     api.wait_until_updated(&function.name).await?;
     if difference.code {
-        api.update_code(&function.name, &code.base64, code.architecture)
+        api.update_code(&function.name, upload, code.architecture)
             .await?;
         api.wait_until_updated(&function.name).await?;
     }
