@@ -60,6 +60,17 @@ if ! [ -x /usr/bin/docker-registry ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq docker-registry >/dev/null
 fi
 
+# The multi-host test (`crates/ferry-tests/tests/across_hosts.rs`) builds its hosts from network
+# namespaces with iproute2's `ip` (a Debian package), as root; under CI (`CI` set) it fails rather
+# than skips where it cannot.
+if ! command -v ip >/dev/null 2>&1; then
+  echo "== installing iproute2"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq iproute2 >/dev/null
+fi
+
 # `ferry deploy --platform lambda`'s tests run against moto's server, a real implementation of
 # the Lambda and IAM APIs (PyPI `moto[server]`), started by the tests themselves on loopback.
 python="$(python3 -c 'import sys; print(sys.executable)')"

@@ -457,6 +457,13 @@ pub const HTTP_MAX_IN_FLIGHT: Setting = user(
     "256",
     "most requests the `http` backend has in flight",
 );
+/// How long the `http` backend waits on a silent peer.
+pub const HTTP_PEER_TIMEOUT_MS: Setting = user(
+    "FERRY_HTTP_PEER_TIMEOUT_MS",
+    Takes::Positive,
+    "10000",
+    "longest the `http` backend waits on a silent peer: to accept a connection, to acknowledge a request, to answer keepalive probes while a call runs (ms); then `unavailable`",
+);
 /// OpenWhisk action names.
 pub const OPENWHISK_ACTIONS: Setting = user(
     "FERRY_OPENWHISK_ACTIONS",
@@ -587,6 +594,7 @@ pub const ALL: &[Setting] = &[
     HTTP_ROUTES,
     HTTP_H2C,
     HTTP_MAX_IN_FLIGHT,
+    HTTP_PEER_TIMEOUT_MS,
     OPENWHISK_ACTIONS,
     OPENWHISK_INSECURE,
     LAMBDA_FUNCTIONS,

@@ -36,6 +36,13 @@ pub struct HttpConfig {
     pub h2c: bool,
     /// Longest wait for one attempt's answer.
     pub request_timeout: Duration,
+    /// Longest wait on a peer that has gone silent (`FERRY_HTTP_PEER_TIMEOUT_MS`; default
+    /// 10 s): to accept a connection, to acknowledge what was sent (`TCP_USER_TIMEOUT`), and to
+    /// answer the TCP keepalive probes sent while a call waits for its answer. A host that
+    /// drops off the network loses no packets loudly (no refusal, no reset): without this, a
+    /// call to it would wait for `request_timeout`. A live peer's kernel answers probes however
+    /// long its function runs.
+    pub peer_timeout: Duration,
     /// Most requests in flight at once (`FERRY_HTTP_MAX_IN_FLIGHT`; default 256); more wait
     /// their turn. Over HTTP/1.1 each one is a connection, and a fan-out of thousands opening at
     /// once overflows the service's accept queue.
@@ -54,6 +61,7 @@ impl HttpConfig {
             token: None,
             h2c: false,
             request_timeout: Duration::from_secs(900),
+            peer_timeout: Duration::from_secs(10),
             max_in_flight: 256,
             retry: RetryPolicy::default(),
         }
@@ -63,7 +71,8 @@ impl HttpConfig {
     /// `FERRY_HTTP_H2C`.
     pub fn from_env() -> Result<Self> {
         use crate::config::{
-            AUTH_TOKEN, HTTP_H2C, HTTP_MAX_IN_FLIGHT, HTTP_ROUTES, HTTP_URL, HTTP_URL_TEMPLATE,
+            AUTH_TOKEN, HTTP_H2C, HTTP_MAX_IN_FLIGHT, HTTP_PEER_TIMEOUT_MS, HTTP_ROUTES, HTTP_URL,
+            HTTP_URL_TEMPLATE,
         };
         let template = HTTP_URL_TEMPLATE.text();
         let base = HTTP_URL.text();
@@ -80,6 +89,9 @@ impl HttpConfig {
         config.h2c = HTTP_H2C.flag()?;
         if let Some(n) = HTTP_MAX_IN_FLIGHT.number()? {
             config.max_in_flight = n;
+        }
+        if let Some(ms) = HTTP_PEER_TIMEOUT_MS.number()? {
+            config.peer_timeout = Duration::from_millis(ms);
         }
         Ok(config)
     }
@@ -113,6 +125,13 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the longest wait on a silent peer.
+    #[must_use]
+    pub fn peer_timeout(mut self, timeout: Duration) -> Self {
+        self.peer_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
     /// Sets the most requests in flight.
     #[must_use]
     pub fn max_in_flight(mut self, n: usize) -> Self {
@@ -141,9 +160,20 @@ pub(crate) struct HttpBackend {
 
 impl HttpBackend {
     pub(crate) fn new(config: HttpConfig) -> Result<Self> {
+        // Keepalive probes a quarter of the peer timeout apart (whole seconds, the kernel's
+        // unit), from a quarter of it on: a silent peer is given up after about the timeout.
+        let probe = Duration::from_secs((config.peer_timeout.as_secs() / 4).max(1));
         let mut builder = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
-            .timeout(config.request_timeout);
+            .timeout(config.request_timeout)
+            .connect_timeout(config.peer_timeout)
+            .tcp_keepalive(probe)
+            .tcp_keepalive_interval(probe)
+            .tcp_keepalive_retries(3);
+        #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+        {
+            builder = builder.tcp_user_timeout(config.peer_timeout);
+        }
         if config.h2c {
             builder = builder.http2_prior_knowledge();
         }
@@ -192,7 +222,7 @@ impl HttpBackend {
                 let response = request
                     .send()
                     .await
-                    .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")))?;
+                    .map_err(|e| self.unavailable(&url, "cannot reach", e))?;
                 let status = response.status();
                 if status.is_success() {
                     return Ok(());
@@ -240,12 +270,12 @@ impl HttpBackend {
         let response = request
             .send()
             .await
-            .map_err(|e| Error::unavailable(format!("cannot reach {url}: {e}")))?;
+            .map_err(|e| self.unavailable(url, "cannot reach", e))?;
         let status = response.status();
         let body = response
             .bytes()
             .await
-            .map_err(|e| Error::unavailable(format!("connection to {url} broke: {e}")))?;
+            .map_err(|e| self.unavailable(url, "lost the connection to", e))?;
         if status.is_success() {
             return Ok(body);
         }
@@ -267,6 +297,55 @@ impl HttpBackend {
             },
         }))
     }
+
+    /// A request to `url` that failed in transport: `unavailable`, with reqwest's error and its
+    /// causes (`error sending request` alone does not say whether the peer refused, vanished or
+    /// timed out), and which bound ran out if one did.
+    fn unavailable(&self, url: &str, what: &str, error: reqwest::Error) -> Error {
+        let timed_out = error.is_timeout();
+        let connecting = error.is_connect();
+        let error = error.without_url();
+        let mut text = format!("{what} {url}: {error}");
+        let mut cause = std::error::Error::source(&error);
+        let mut silent = false;
+        while let Some(error) = cause {
+            silent |= error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut);
+            let more = error.to_string();
+            if !text.contains(&more) {
+                text.push_str(": ");
+                text.push_str(&more);
+            }
+            cause = error.source();
+        }
+        let peer_ms = self.config.peer_timeout.as_millis();
+        if timed_out && connecting {
+            text.push_str(&format!(
+                " (no connection within {peer_ms} ms, `FERRY_HTTP_PEER_TIMEOUT_MS`)"
+            ));
+        } else if silent {
+            text.push_str(&format!(
+                " (the peer was silent for {peer_ms} ms, `FERRY_HTTP_PEER_TIMEOUT_MS`)"
+            ));
+        } else if timed_out {
+            let request_s = self.config.request_timeout.as_secs();
+            text.push_str(&format!(" (no answer within {request_s} s)"));
+        }
+        Error::unavailable(text)
+    }
+}
+
+/// Whether the retry policy tries a failed attempt again: unavailability and throttling
+/// ([`RetryPolicy`]'s rule), unless the service answered with what a further call of its own
+/// met (a nested invocation's or the next flow stage's error, naming another function). That
+/// call's client applied the policy already; applied again at every hop, attempts multiply (a
+/// flow through three services would try a vanished one 4 × 4 × 4 times).
+fn retried_here(error: &Error, id: &str, name: &str) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::Unavailable { .. } | ErrorKind::Throttled { .. }
+    ) && error.function().is_none_or(|f| f == id || f == name)
 }
 
 /// Rounds of uploading missing blobs and sending the request again, apart from the retry
@@ -312,10 +391,13 @@ impl RemoteClient for HttpBackend {
                 let outcome = backend
                     .config
                     .retry
-                    .run(|| {
-                        sent_at = Instant::now();
-                        backend.attempt(&url, &envelope, payload.clone())
-                    })
+                    .run_while(
+                        || {
+                            sent_at = Instant::now();
+                            backend.attempt(&url, &envelope, payload.clone())
+                        },
+                        |error| retried_here(error, &envelope.function, name),
+                    )
                     .await;
                 let Some(missing) = outcome.as_ref().err().and_then(|e| to_upload(e, &envelope))
                 else {
@@ -344,6 +426,34 @@ impl RemoteClient for HttpBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_further_hop_gave_up_on_is_not_retried_again() {
+        let (id, name) = ("app::first", "first");
+        let unavailable = || Error::unavailable("down");
+        // Met by this hop: no function named, or this call's (by id or by name, as a service
+        // that refuses a call names it).
+        assert!(retried_here(&unavailable(), id, name));
+        assert!(retried_here(&unavailable().in_function(id), id, name));
+        assert!(retried_here(&unavailable().in_function(name), id, name));
+        let throttled = Error::new(ErrorKind::Throttled {
+            message: "429".into(),
+        });
+        assert!(retried_here(&throttled, id, name));
+        // Passed back from a further call: its client retried already.
+        assert!(!retried_here(
+            &unavailable().in_function("app::third"),
+            id,
+            name
+        ));
+        assert!(!retried_here(
+            &throttled.in_function("app::third"),
+            id,
+            name
+        ));
+        // Never retried, whoever met it.
+        assert!(!retried_here(&Error::panic("no").in_function(id), id, name));
+    }
 
     #[test]
     fn routes_come_before_the_template_and_the_base() {
