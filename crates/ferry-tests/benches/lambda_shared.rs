@@ -111,7 +111,7 @@ async fn main() {
     };
     let full_event = Codec::BinaryInJson.encode(&sample).unwrap().len() + 19;
     // `{"__ferry_shared":["<64 hex>"],"__ferry_binary":"<base64 of tag, id and two numbers>"}`
-    let by_id_event = 19 + 70 + 4 * (4 + 32 + 16).div_ceil(3) + 2;
+    let by_id_event: usize = 19 + 70 + 4 * 52_usize.div_ceil(3) + 2;
 
     for (_, ctx) in &modes {
         fan_out(ctx, 0).await;
