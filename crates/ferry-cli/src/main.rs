@@ -6,6 +6,7 @@ mod lambda;
 mod naming;
 mod openwhisk;
 mod program;
+mod registry;
 mod table;
 
 use std::process::ExitCode;

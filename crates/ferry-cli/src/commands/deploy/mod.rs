@@ -21,7 +21,7 @@ pub struct Args {
     #[command(flatten, next_help_heading = "Deployment")]
     pub lambda: crate::lambda::LambdaArgs,
     #[command(flatten, next_help_heading = "Deployment")]
-    pub openwhisk: crate::openwhisk::OpenWhiskArgs,
+    pub registry: crate::registry::RegistryArgs,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
