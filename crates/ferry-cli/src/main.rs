@@ -2,6 +2,7 @@
 
 mod artifacts;
 mod commands;
+mod knative;
 mod lambda;
 mod naming;
 mod openwhisk;
