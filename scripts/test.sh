@@ -81,6 +81,17 @@ if ! "$python" -c 'import moto.server, flask, flask_cors' >/dev/null 2>&1; then
 fi
 export FERRY_TEST_PYTHON="$python"
 
+# The Knative tests validate the Services `ferry deploy --platform knative` writes against Knative
+# Serving's CRD schema and Kubernetes' OpenAPI spec, which they read from those projects' Go
+# modules (`go mod download`, from the Go module proxy, into the module cache).
+if ! command -v go >/dev/null 2>&1; then
+  echo "== installing go"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq golang-go >/dev/null
+fi
+
 # The decoders' property tests (`robustness` modules) feed this many hostile inputs each; a longer
 # run: PROPTEST_CASES=20000 cargo test -p ferry-core -p ferry --lib robustness
 export PROPTEST_CASES="${PROPTEST_CASES:-2000}"

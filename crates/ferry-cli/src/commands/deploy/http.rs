@@ -67,11 +67,17 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     println!("pushed {}", image.reference);
     let dir = artifacts.knative_dir();
     crate::knative::write(&dir, &services, &manifest)?;
+    // How a user starts the program as a host: the binary `ferry build` made, else its name.
+    let program = info
+        .binary
+        .as_deref()
+        .map_or_else(|| info.program.clone(), relative);
     let routes = write_routes(
         &artifacts,
         &services,
         &knative.namespace,
         knative.domain.as_deref(),
+        &program,
     )?;
 
     match cluster {
@@ -131,6 +137,7 @@ fn write_routes(
     services: &[Service],
     namespace: &str,
     domain: Option<&str>,
+    program: &str,
 ) -> anyhow::Result<String> {
     let routes = match domain {
         Some(domain) => crate::knative::routes(services, |service| {
@@ -150,7 +157,7 @@ fn write_routes(
     let path = relative(&path);
     Ok(match domain {
         Some(_) => format!(
-            "host programs reach the services with the routes in {path}: `env $(cat {path}) ./<program>`"
+            "host programs reach the services with the routes in {path}: `env $(cat {path}) {program}`"
         ),
         None => format!(
             "{path} holds the services' in-cluster urls, for host programs in the cluster; give \
