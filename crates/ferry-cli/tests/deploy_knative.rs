@@ -5,7 +5,8 @@
 //! sets, the in-cluster hostnames mapped to loopback ports): chained flows and nested calls
 //! cross services, each request reaching the service of its function.
 //!
-//! `--apply` is tested up to the API call: there is no Kubernetes API server here to apply to.
+//! `--apply` runs against a real Kubernetes API server on loopback (kube-apiserver over etcd, with
+//! Knative Serving's Service CRD and no controllers: Services are stored, not served).
 
 mod common;
 #[path = "common/kubernetes.rs"]
@@ -804,4 +805,176 @@ async fn a_web_apps_handlers_reach_the_functions_services() {
         .unwrap();
     assert_eq!(sum, 42);
     assert_eq!(cluster.hits(), counts(&[("add", 1)]));
+}
+
+/// `--apply` against a real Kubernetes API server (with Knative's Service CRD, no controllers):
+/// server-side apply creates every Service as written, leaves them alone when nothing changed,
+/// updates them when something did, notes the app's Services the program no longer has, and
+/// explains what the server refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_creates_updates_and_keeps_services_on_a_real_api_server() {
+    let server = kubernetes::ApiServer::start().await;
+    let (status, answer) = server
+        .send(
+            reqwest::Method::POST,
+            "/api/v1/namespaces",
+            Some(&json!({"metadata": {"name": "shop"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let scratch = Scratch::new("knative-apply-real");
+    let dir = copy_of_build(fixture("http"), "ferry-fixture", &scratch);
+    let registry = Registry::start();
+    let repository = format!("{}/ferry", registry.host());
+    let kubeconfig = server.kubeconfig.to_str().unwrap().to_owned();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "--registry".to_owned(),
+            repository.clone(),
+            "--apply".to_owned(),
+        ];
+        if !extra.contains(&"--namespace") {
+            args.extend(["--namespace".to_owned(), "shop".to_owned()]);
+        }
+        args.extend(extra.iter().map(|a| (*a).to_owned()));
+        let (dir, home, kubeconfig) = (dir.clone(), scratch.path().to_owned(), kubeconfig.clone());
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            deploy(&dir, &home, &args, &[("KUBECONFIG", &kubeconfig)])
+        })
+    };
+    let functions = handlers(&dir).len();
+    let summary = |created: usize, updated: usize, unchanged: usize| {
+        format!(
+            "knative {}/ namespace shop: {created} created, {updated} updated, {unchanged} unchanged",
+            server.url
+        )
+    };
+
+    let text = ok(&run(&[]).await.unwrap(), "first apply");
+    assert!(text.contains(&summary(functions, 0, 0)), "{text}");
+    // What the API server stored is what was written, under ferry's field manager.
+    let written = services(&dir);
+    for (name, service) in &written {
+        let (status, stored) = server
+            .send(
+                reqwest::Method::GET,
+                &format!("/apis/serving.knative.dev/v1/namespaces/shop/services/{name}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{name}: {stored}");
+        // The CRD defaults the port's protocol; the rest is as written.
+        let mut spec = stored["spec"].clone();
+        let port = &mut spec["template"]["spec"]["containers"][0]["ports"][0];
+        assert_eq!(port["protocol"], "TCP");
+        port.as_object_mut().unwrap().remove("protocol");
+        assert_eq!(spec, service["spec"], "{name}");
+        assert_eq!(stored["metadata"]["labels"], service["metadata"]["labels"]);
+        assert_eq!(
+            stored["metadata"]["annotations"],
+            service["metadata"]["annotations"]
+        );
+        let managers = &stored["metadata"]["managedFields"];
+        assert_eq!(managers[0]["manager"], "ferry", "{managers}");
+        assert_eq!(managers[0]["operation"], "Apply", "{managers}");
+    }
+
+    let text = ok(&run(&[]).await.unwrap(), "apply again");
+    assert!(text.contains(&summary(0, 0, functions)), "{text}");
+    let text = ok(
+        &run(&["--env", "GREETING=hi"]).await.unwrap(),
+        "apply a change",
+    );
+    assert!(text.contains(&summary(0, functions, 0)), "{text}");
+    let (name, _) = written.iter().next().unwrap();
+    let (_, stored) = server
+        .send(
+            reqwest::Method::GET,
+            &format!("/apis/serving.knative.dev/v1/namespaces/shop/services/{name}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        stored["spec"]["template"]["spec"]["containers"][0]["env"][4],
+        json!({"name": "GREETING", "value": "hi"})
+    );
+
+    // A Service of the app that the program no longer has is named, not deleted.
+    let mut old = written.values().next().unwrap().clone();
+    old["metadata"]["name"] = json!("ferry-fixture-gone-00000000");
+    let (status, answer) = server
+        .send(
+            reqwest::Method::POST,
+            "/apis/serving.knative.dev/v1/namespaces/shop/services",
+            Some(&old),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let text = ok(
+        &run(&["--env", "GREETING=hi"]).await.unwrap(),
+        "apply with an extra",
+    );
+    assert!(
+        text.contains(
+            "note: 1 knative service(s) of app `ferry-fixture` are no longer in the program"
+        ) && text.contains("ferry-fixture-gone-00000000"),
+        "{text}"
+    );
+
+    // What the server refuses, explained: a namespace that does not exist, and a cluster
+    // without Knative Serving.
+    let output = run(&["--namespace", "nowhere"]).await.unwrap();
+    let error = fails(&output, "apply to a missing namespace");
+    assert!(
+        error.contains("answered 404 NotFound: namespaces \"nowhere\" not found")
+            && error.contains("create the namespace first"),
+        "{error}"
+    );
+    let stranger = scratch.path().join("stranger-kubeconfig");
+    std::fs::write(
+        &stranger,
+        std::fs::read_to_string(&server.kubeconfig)
+            .unwrap()
+            .replace("token: ", "token: not-"),
+    )
+    .unwrap();
+    let output = deploy(
+        &dir,
+        scratch.path(),
+        &["--registry", &repository, "--apply"],
+        &[("KUBECONFIG", stranger.to_str().unwrap())],
+    );
+    let error = fails(&output, "apply with credentials the server refuses");
+    assert!(
+        error.contains("answered 401 Unauthorized")
+            && error.contains("the kubeconfig's credentials were not accepted"),
+        "{error}"
+    );
+    let (status, answer) = server
+        .send(
+            reqwest::Method::DELETE,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/services.serving.knative.dev",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let started = Instant::now();
+    loop {
+        let (status, _) = server
+            .send(reqwest::Method::GET, "/apis/serving.knative.dev/v1", None)
+            .await;
+        if status == 404 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the crd stays");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let output = run(&[]).await.unwrap();
+    let error = fails(&output, "apply without knative");
+    assert!(
+        error.contains("is Knative Serving installed in this cluster?"),
+        "{error}"
+    );
+    assert!(!stdout(&output).contains("pushed"), "{}", stdout(&output));
 }

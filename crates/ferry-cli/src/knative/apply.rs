@@ -111,7 +111,10 @@ impl Cluster {
             .get_opt(&service.name)
             .await
             .map_err(|error| self.explain(error))?;
-        let params = PatchParams::apply(FIELD_MANAGER).force();
+        // Strict: a field the CRD does not know is an error, not silently dropped.
+        let params = PatchParams::apply(FIELD_MANAGER)
+            .force()
+            .validation_strict();
         let after = api
             .patch(&service.name, &params, &Patch::Apply(&service.document))
             .await
@@ -148,23 +151,31 @@ impl Cluster {
         match error {
             kube::Error::Api(response) => {
                 let hint = match response.code {
-                    404 if response.reason == "NotFound"
-                        && response
-                            .message
-                            .contains("could not find the requested resource") =>
-                    {
-                        ": is Knative Serving installed in this cluster? (no `services.serving.knative.dev`)"
+                    404 if response.message.starts_with("namespaces ") => {
+                        ": create the namespace first (`kubectl create namespace …`), or pick \
+                         another with `--namespace`"
+                    }
+                    // Not a Service (those are looked up with `get_opt`): the resource itself.
+                    404 => {
+                        ": is Knative Serving installed in this cluster? (no \
+                         `services.serving.knative.dev`)"
                     }
                     401 => ": the kubeconfig's credentials were not accepted",
                     403 => ": the kubeconfig's user may not apply knative services here",
                     _ => "",
                 };
+                // A Status names its reason; a bare answer (`404 page not found`) is its message.
+                let answer = if response.reason.starts_with("Failed to parse") {
+                    response.message.trim().trim_matches('"').trim().to_owned()
+                } else {
+                    format!(
+                        "{} {}: {}",
+                        response.code, response.reason, response.message
+                    )
+                };
                 anyhow!(
-                    "the kubernetes api server at {} answered {} {}: {}{hint}",
-                    self.server,
-                    response.code,
-                    response.reason,
-                    response.message
+                    "the kubernetes api server at {} answered {answer}{hint}",
+                    self.server
                 )
             }
             other => anyhow!(other).context(format!(

@@ -213,3 +213,189 @@ fn is_label_value(value: &str) -> bool {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
 }
+
+/// A real Kubernetes API server on loopback: `kube-apiserver` built from Kubernetes' Go modules
+/// (`FERRY_TEST_KUBE_APISERVER`; scripts/test.sh builds it once per machine) over Debian's etcd,
+/// with static token authentication and Knative Serving's Service CRD installed. No controller
+/// runs: Services are stored and validated, not served. Killed and removed when dropped.
+pub struct ApiServer {
+    processes: Vec<std::process::Child>,
+    dir: crate::common::Scratch,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// A kubeconfig whose current context is this server's admin.
+    pub kubeconfig: PathBuf,
+    http: reqwest::Client,
+}
+
+/// The admin's bearer token.
+const TOKEN: &str = "ferry-test-admin";
+
+impl ApiServer {
+    pub async fn start() -> Self {
+        let apiserver = std::env::var_os("FERRY_TEST_KUBE_APISERVER")
+            .map(PathBuf::from)
+            .filter(|path| path.exists())
+            .expect(
+                "FERRY_TEST_KUBE_APISERVER names no kube-apiserver: scripts/test.sh builds one from \
+                 Kubernetes' Go modules and sets it",
+            );
+        let dir = crate::common::Scratch::new("kube-apiserver");
+        let free = ferry_tests::redis_server::free_port;
+        let (client, peer, secure) = (free(), free(), free());
+        let path = |name: &str| dir.path().join(name);
+        let log = |name: &str| std::fs::File::create(path(name)).unwrap();
+        let etcd = Command::new("etcd")
+            .arg("--data-dir")
+            .arg(path("etcd"))
+            .args([
+                "--name",
+                "default",
+                "--listen-client-urls",
+                &format!("http://127.0.0.1:{client}"),
+                "--advertise-client-urls",
+                &format!("http://127.0.0.1:{client}"),
+                "--listen-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+                "--initial-cluster",
+                &format!("default=http://127.0.0.1:{peer}"),
+            ])
+            .stdout(log("etcd.log"))
+            .stderr(log("etcd.err"))
+            .spawn()
+            .expect("etcd is installed (`apt-get install etcd-server`; scripts/test.sh does it)");
+        // The service account keys the API server insists on; nothing here uses them.
+        let key = Command::new("openssl")
+            .args(["genpkey", "-algorithm", "RSA", "-out"])
+            .arg(path("sa.key"))
+            .output()
+            .expect("openssl makes the service account key");
+        assert!(key.status.success(), "{key:?}");
+        std::fs::write(
+            path("tokens.csv"),
+            format!("{TOKEN},admin,admin,system:masters\n"),
+        )
+        .unwrap();
+        let apiserver = Command::new(apiserver)
+            .args([
+                &format!("--etcd-servers=http://127.0.0.1:{client}"),
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={secure}"),
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                "--service-cluster-ip-range=10.96.0.0/24",
+            ])
+            .arg(format!("--cert-dir={}", path("certs").display()))
+            .arg(format!(
+                "--token-auth-file={}",
+                path("tokens.csv").display()
+            ))
+            .arg(format!(
+                "--service-account-key-file={}",
+                path("sa.key").display()
+            ))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                path("sa.key").display()
+            ))
+            .stdout(log("apiserver.log"))
+            .stderr(log("apiserver.err"))
+            .spawn()
+            .expect("start kube-apiserver");
+        let url = format!("https://127.0.0.1:{secure}");
+        let kubeconfig = path("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: test\n\
+                 clusters:\n- name: test\n  cluster:\n    server: {url}\n    insecure-skip-tls-verify: true\n\
+                 users:\n- name: admin\n  user:\n    token: {TOKEN}\n\
+                 contexts:\n- name: test\n  context:\n    cluster: test\n    user: admin\n"
+            ),
+        )
+        .unwrap();
+        let http = reqwest::Client::builder()
+            .danger_accept_invalid_certs(true)
+            .build()
+            .unwrap();
+        let server = Self {
+            processes: vec![apiserver, etcd],
+            dir,
+            url,
+            kubeconfig,
+            http,
+        };
+        server.wait_for("/readyz").await;
+        let crd_path = go_module(KNATIVE_SERVING).join("config/core/300-resources/service.yaml");
+        let crd: Value = serde_norway::from_str(&read(&crd_path)).unwrap();
+        let (status, answer) = server
+            .send(
+                reqwest::Method::POST,
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                Some(&crd),
+            )
+            .await;
+        assert_eq!(status, 201, "installing the knative service crd: {answer}");
+        server
+            .wait_for("/apis/serving.knative.dev/v1/services")
+            .await;
+        server
+    }
+
+    /// Waits until `path` answers 200.
+    async fn wait_for(&self, path: &str) {
+        let started = std::time::Instant::now();
+        loop {
+            let (status, _) = self.send(reqwest::Method::GET, path, None).await;
+            if status == 200 {
+                return;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(120),
+                "{path} never answered 200 (last {status}); the api server says:\n{}",
+                std::fs::read_to_string(self.dir.path().join("apiserver.err"))
+                    .unwrap_or_default()
+                    .lines()
+                    .rev()
+                    .take(20)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    }
+
+    /// A request as the admin: the status (0 when the server is not reachable) and the JSON.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(TOKEN);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        match request.send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        }
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        for process in &mut self.processes {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
