@@ -81,6 +81,45 @@ if ! "$python" -c 'import moto.server, flask, flask_cors' >/dev/null 2>&1; then
 fi
 export FERRY_TEST_PYTHON="$python"
 
+# The Knative tests validate the Services `ferry deploy --platform knative` writes against Knative
+# Serving's CRD schema and Kubernetes' OpenAPI spec, which they read from those projects' Go
+# modules (`go mod download`, from the Go module proxy, into the module cache).
+if ! command -v go >/dev/null 2>&1; then
+  echo "== installing go"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq golang-go >/dev/null
+fi
+
+# `ferry deploy --platform knative --apply`'s tests apply Services to a real Kubernetes API server
+# on loopback: kube-apiserver, built once per machine from Kubernetes' Go modules (the Go module
+# proxy; k8s.io/kubernetes replaces its staging modules with directories its module lacks, so a
+# module of our own requires their releases instead), over etcd from Debian's etcd-server.
+if ! command -v etcd >/dev/null 2>&1; then
+  echo "== installing etcd-server"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq etcd-server >/dev/null
+fi
+kubernetes=v1.32.4
+export FERRY_TEST_KUBE_APISERVER="${XDG_CACHE_HOME:-$HOME/.cache}/ferry-tests/kube-apiserver-$kubernetes"
+if ! [ -x "$FERRY_TEST_KUBE_APISERVER" ]; then
+  echo "== building kube-apiserver $kubernetes (once per machine)"
+  module="$(mktemp -d)"
+  gomod="$(go mod download -json "k8s.io/kubernetes@$kubernetes" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  {
+    printf 'module ferry.test/kube-apiserver\n\ngo 1.23\n\nrequire k8s.io/kubernetes %s\n\n' "$kubernetes"
+    sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/.*#replace \1 => \1 v0'"${kubernetes#v1}"'#p' "$gomod"
+  } >"$module/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >"$module/tools.go"
+  mkdir -p "$(dirname "$FERRY_TEST_KUBE_APISERVER")"
+  (cd "$module" && go mod tidy && go build -o "$FERRY_TEST_KUBE_APISERVER.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
+  mv "$FERRY_TEST_KUBE_APISERVER.tmp" "$FERRY_TEST_KUBE_APISERVER"
+  rm -rf "$module"
+fi
+
 # The decoders' property tests (`robustness` modules) feed this many hostile inputs each; a longer
 # run: PROPTEST_CASES=20000 cargo test -p ferry-core -p ferry --lib robustness
 export PROPTEST_CASES="${PROPTEST_CASES:-2000}"

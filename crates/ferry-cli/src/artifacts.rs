@@ -9,7 +9,9 @@
 //!                             `blackbox` actions with intra-container concurrency
 //! http/oci/                   OCI image layout: FROM scratch + the static binary
 //! http/<program>.oci.tar      the same layout as one `oci-archive` file
-//! http/knative/<function>.yaml  a Knative Service per function
+//! http/knative/<service>.yaml   a Knative Service per function (and a web program's web app)
+//! http/routes.env             `ferry deploy --platform http`: FERRY_BACKEND and FERRY_HTTP_ROUTES
+//!                             for host programs
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -25,7 +27,9 @@ pub enum Platform {
     Lambda,
     /// Apache OpenWhisk, as an ActionLoop native action.
     Openwhisk,
-    /// Plain HTTP: an OCI image and Knative Services (also Cloud Run, OpenFaaS).
+    /// Plain HTTP: an OCI image and Knative Services (also Cloud Run, OpenFaaS); `knative` is
+    /// another name for it.
+    #[value(alias = "knative")]
     Http,
 }
 
@@ -111,6 +115,11 @@ impl Artifacts {
 
     pub fn knative_dir(&self) -> PathBuf {
         self.dir.join("http").join("knative")
+    }
+
+    /// The routes `ferry deploy --platform http` writes for host programs.
+    pub fn routes_env(&self) -> PathBuf {
+        self.dir.join("http").join("routes.env")
     }
 
     /// `build.json`, with a hint to build first when it is missing.

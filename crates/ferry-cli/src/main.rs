@@ -2,10 +2,12 @@
 
 mod artifacts;
 mod commands;
+mod knative;
 mod lambda;
 mod naming;
 mod openwhisk;
 mod program;
+mod registry;
 mod table;
 
 use std::process::ExitCode;

@@ -48,10 +48,10 @@ use anyhow::{Context as _, bail};
 use ferry::OpenWhiskConfig;
 use ferry_core::manifest::Manifest;
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 
 use crate::artifacts::{Artifacts, BuildInfo};
 use crate::naming;
+use crate::registry::RegistryArgs;
 
 /// The runtime image of native ActionLoop actions.
 pub const NATIVE_IMAGE: &str = "openwhisk/dockerskeleton";
@@ -84,21 +84,6 @@ pub struct DesiredAction {
     pub web: bool,
 }
 
-/// Where the actions' code comes from (`ferry deploy --registry`).
-#[derive(Debug, Clone, clap::Args)]
-pub struct OpenWhiskArgs {
-    /// Deploy ferry's OpenWhisk runtime image (`ferry build --platform openwhisk`, static) rather
-    /// than the ActionLoop zip: push it to this registry (`HOST[:PORT][/PATH]`, where
-    /// OpenWhisk's invokers pull from) and deploy every function as a `blackbox` action of that
-    /// image, serving up to its `concurrency` activations per container (OpenWhisk only; pushes
-    /// with skopeo, which reads its usual credentials).
-    #[arg(long, value_name = "REGISTRY")]
-    pub registry: Option<String>,
-    /// Push over plain HTTP, without TLS (loopback registries always are).
-    #[arg(long, requires = "registry")]
-    pub insecure_registry: bool,
-}
-
 /// The actions' code.
 #[derive(Debug, Clone)]
 pub enum ActionCode {
@@ -127,7 +112,7 @@ impl ActionCode {
 }
 
 /// Whether the actions are ferry's image, which serves concurrent activations.
-pub fn serves_concurrently(args: &OpenWhiskArgs) -> bool {
+pub fn serves_concurrently(args: &RegistryArgs) -> bool {
     args.registry.is_some()
 }
 
@@ -395,67 +380,23 @@ pub fn read_code(path: &Path) -> anyhow::Result<ActionCode> {
     })?;
     Ok(ActionCode::Zip {
         base64: base64_simd::STANDARD.encode_to_string(&zip),
-        sha256: sha256_hex(&zip),
+        sha256: crate::registry::sha256_hex(&zip),
     })
 }
 
-/// The program's OpenWhisk image, as it will be known in `registry`.
+/// The program's OpenWhisk image, as it will be known in `registry`
+/// (`REGISTRY/<app>-openwhisk:<digest>`).
 pub fn read_image(path: &Path, registry: &str, app: &str) -> anyhow::Result<ActionCode> {
-    let archive = std::fs::read(path).with_context(|| {
-        format!(
-            "cannot read `{}`: run `ferry build --platform openwhisk` first, statically linked \
-             (the image is FROM scratch)",
-            path.display()
-        )
-    })?;
-    let sha256 = sha256_hex(&archive);
-    let repository = format!("{app}-openwhisk").to_ascii_lowercase();
+    let image = crate::registry::image(
+        path,
+        registry,
+        &format!("{app}-openwhisk"),
+        "run `ferry build --platform openwhisk` first, statically linked (the image is FROM scratch)",
+    )?;
     Ok(ActionCode::Image {
-        reference: format!(
-            "{}/{repository}:{}",
-            registry.trim_end_matches('/'),
-            &sha256[..16]
-        ),
-        sha256,
+        reference: image.reference,
+        sha256: image.sha256,
     })
-}
-
-/// Pushes the image at `path` to `reference` with skopeo; plain HTTP when `insecure` or the
-/// registry is on loopback (as container engines treat loopback registries).
-pub fn push_image(path: &Path, reference: &str, insecure: bool) -> anyhow::Result<()> {
-    let host = reference.split('/').next().unwrap_or_default();
-    let loopback =
-        host.starts_with("localhost") || host.starts_with("127.") || host.starts_with("[::1]");
-    let mut skopeo = std::process::Command::new("skopeo");
-    skopeo.args(["copy", "--quiet", "--retry-times", "2"]);
-    if insecure || loopback {
-        skopeo.arg("--dest-tls-verify=false");
-    }
-    let output = skopeo
-        .arg(format!("oci-archive:{}", path.display()))
-        .arg(format!("docker://{reference}"))
-        .output()
-        .map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => anyhow::anyhow!(
-                "`--registry` pushes the image with skopeo, which is not installed \
-                 (`apt-get install skopeo`)"
-            ),
-            _ => anyhow::Error::new(error).context("cannot run skopeo"),
-        })?;
-    if !output.status.success() {
-        bail!(
-            "cannot push the image to `{reference}`: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The memory and time limits a controller allows (its info document, `GET /`), in MiB and

@@ -269,10 +269,33 @@ fn a_knative_service_per_function_with_its_limits() {
         let memory = format!("{}Mi", function["memory_mb"]);
         assert_eq!(container["resources"]["limits"]["memory"], memory, "{name}");
         assert_eq!(container["resources"]["requests"]["memory"], memory);
+        // The function's service serves it over HTTP and reaches every other function (nested
+        // calls, flow stages) at its service's in-cluster URL.
+        let env = &container["env"];
         assert_eq!(
-            container["env"],
-            serde_json::json!([{"name": "FERRY_ROLE", "value": "http"}])
+            env[0],
+            serde_json::json!({"name": "FERRY_ROLE", "value": "http"})
         );
+        assert_eq!(env[1]["name"], "FERRY_FUNCTION");
+        assert_eq!(env[1]["value"], name);
+        assert_eq!(
+            env[2],
+            serde_json::json!({"name": "FERRY_BACKEND", "value": "http"})
+        );
+        assert_eq!(env[3]["name"], "FERRY_HTTP_ROUTES");
+        assert_eq!(env.as_array().unwrap().len(), 4);
+        let route =
+            format!("{name}=http://{service_name}.default.svc.cluster.local/functions/{name}");
+        assert!(
+            env[3]["value"]
+                .as_str()
+                .unwrap()
+                .split(',')
+                .any(|r| r == route),
+            "{route} in {}",
+            env[3]["value"]
+        );
+        assert_eq!(service["metadata"]["namespace"], "default");
         assert_eq!(container["ports"][0]["containerPort"], 8080);
         assert_eq!(
             service["metadata"]["annotations"]["ferry.dev/route"],

@@ -18,7 +18,9 @@
 //! `ferry deploy` deploys a web program's binary as the web app and as each of its functions, so
 //! on Lambda and under the ActionLoop proxy the program serves a function when the platform names
 //! one (Lambda's `_HANDLER`; the action's name or `FERRY_FUNCTION`), as [`crate::run`] would, and
-//! the router otherwise (`_HANDLER=web`, an action without `FERRY_FUNCTION`).
+//! the router otherwise (`_HANDLER=web`, an action without `FERRY_FUNCTION`). With
+//! `FERRY_ROLE=http` (a Knative Service) it serves its functions when `FERRY_FUNCTION` is set,
+//! and the router otherwise.
 //!
 //! - **Lambda**: `rawPath`, `rawQueryString`, `headers`, `cookies[]` and the (base64 when
 //!   `isBase64Encoded`) `body` become the request; the response becomes `{statusCode, headers,
@@ -91,6 +93,15 @@ pub fn serve(router: Router) -> ExitCode {
         Role::ActionLoop => {
             return match Registry::global() {
                 Ok(registry) => openwhisk::serve_actionloop(registry, router),
+                Err(error) => fail(&error),
+            };
+        }
+        // `ferry deploy --platform http` runs one image as the web app and as each function's
+        // Knative Service: a function's service (`FERRY_FUNCTION` set) serves the functions.
+        #[cfg(feature = "http")]
+        Role::Http if crate::config::FUNCTION.text().is_some() => {
+            return match Registry::global() {
+                Ok(registry) => crate::platform::http::server::serve(registry),
                 Err(error) => fail(&error),
             };
         }

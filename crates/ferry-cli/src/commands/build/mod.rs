@@ -54,9 +54,13 @@ pub struct Args {
     #[arg(long)]
     pub app: Option<String>,
     /// The image reference the Knative Services run (default: `<binary>:<version>`); push the
-    /// `oci-archive` there.
+    /// `oci-archive` there (`ferry deploy --platform http --registry` pushes it and writes the
+    /// Services again for the pushed image).
     #[arg(long, value_name = "REFERENCE")]
     pub image: Option<String>,
+    /// The Kubernetes namespace of the Knative Services, which their routes to each other name.
+    #[arg(long, default_value = "default", value_name = "NAMESPACE")]
+    pub namespace: String,
     /// Show cargo's own output instead of a progress line.
     #[arg(short, long)]
     pub verbose: bool,
@@ -70,6 +74,7 @@ pub struct Built<'a> {
     pub manifest: &'a Manifest,
     pub app: &'a str,
     pub image: Option<String>,
+    pub namespace: &'a str,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
@@ -84,6 +89,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         Linkage::Static
     };
+    crate::knative::check_namespace(&args.namespace)?;
     if linkage == Linkage::Dynamic && platforms.contains(&Platform::Http) {
         bail!(
             "`--platform http` builds an image FROM scratch, which has no C library: it needs a static binary; drop `--dynamic`"
@@ -159,6 +165,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         manifest: &manifest,
         app: &app,
         image: args.image.clone(),
+        namespace: &args.namespace,
     };
     let mut written: Vec<(Platform, Vec<PathBuf>)> = Vec::new();
     for platform in platforms {

@@ -1,10 +1,9 @@
 //! `ferry deploy --platform <platform>`: creates or updates every function of a built program
 //! (`ferry build`) on a platform, one module per platform.
 
+mod http;
 mod lambda;
 mod openwhisk;
-
-use anyhow::bail;
 
 use crate::artifacts::Platform;
 use crate::program::ProgramArgs;
@@ -21,16 +20,16 @@ pub struct Args {
     #[command(flatten, next_help_heading = "Deployment")]
     pub lambda: crate::lambda::LambdaArgs,
     #[command(flatten, next_help_heading = "Deployment")]
-    pub openwhisk: crate::openwhisk::OpenWhiskArgs,
+    pub registry: crate::registry::RegistryArgs,
+    #[command(flatten, next_help_heading = "Deployment")]
+    pub knative: crate::knative::KnativeArgs,
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     match args.platform {
         Platform::Lambda => lambda::run(args),
         Platform::Openwhisk => openwhisk::run(args),
-        Platform::Http => bail!(
-            "`ferry deploy --platform http` is not available: push `target/ferry/<program>/http/<program>.oci.tar` to a registry (`skopeo copy oci-archive:FILE docker://REGISTRY/NAME:TAG`), then `kubectl apply -f target/ferry/<program>/http/knative/` (docs/cli.md)"
-        ),
+        Platform::Http => http::run(args),
     }
 }
 

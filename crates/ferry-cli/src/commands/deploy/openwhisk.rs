@@ -19,8 +19,8 @@ use super::Args;
 use crate::artifacts::Artifacts;
 use crate::lambda::WEB_ROW;
 use crate::openwhisk::{
-    ActionCode, ActionDeployment, DesiredAction, explain_refusal, push_image, read_code,
-    read_image, serves_concurrently,
+    ActionCode, ActionDeployment, DesiredAction, explain_refusal, read_code, read_image,
+    serves_concurrently,
 };
 use crate::table;
 
@@ -33,21 +33,18 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         &artifacts,
         args.lambda.app.as_deref(),
         &args.lambda.env,
-        serves_concurrently(&args.openwhisk),
+        serves_concurrently(&args.registry),
     )?;
     let runtime = crate::commands::runtime()?;
     // A wrong host, bad credentials or limits the controller refuses stop the command before
     // anything is pushed or deployed.
     let deployed = runtime.block_on(preflight(&deployment))?;
-    let code = match &args.openwhisk.registry {
+    let code = match &args.registry.registry {
         Some(registry) => {
             let path = artifacts.openwhisk_image(&info.program);
             let code = read_image(&path, registry, &deployment.app)?;
             if let ActionCode::Image { reference, .. } = &code {
-                let bar = crate::commands::build::cargo::spinner(format!("pushing {reference}"));
-                let pushed = push_image(&path, reference, args.openwhisk.insecure_registry);
-                bar.finish_and_clear();
-                pushed?;
+                crate::registry::push(&path, reference, args.registry.insecure_registry)?;
                 println!("pushed {reference}");
             }
             code

@@ -20,9 +20,9 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         &artifacts,
         args.lambda.app.as_deref(),
         &args.lambda.env,
-        serves_concurrently(&args.openwhisk),
+        serves_concurrently(&args.registry),
     )?;
-    let code = match &args.openwhisk.registry {
+    let code = match &args.registry.registry {
         Some(registry) => {
             crate::commands::code_if_built(&artifacts.openwhisk_image(&info.program), |image| {
                 read_image(image, registry, &deployment.app)

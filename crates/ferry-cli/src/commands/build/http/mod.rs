@@ -1,14 +1,13 @@
 //! Plain HTTP (`FERRY_ROLE=http`): an OCI image FROM scratch with the static binary, and a
-//! Knative Service per function.
-
-mod knative;
+//! Knative Service per function ([`crate::knative`]) that runs it.
 
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use super::{Built, oci};
 use crate::artifacts::Linkage;
+use crate::knative::KnativeApp;
 
 pub fn package(built: &Built<'_>) -> anyhow::Result<Vec<PathBuf>> {
     if built.binary.linkage != Linkage::Static {
@@ -28,14 +27,14 @@ pub fn package(built: &Built<'_>) -> anyhow::Result<Vec<PathBuf>> {
         .image
         .clone()
         .unwrap_or_else(|| format!("{program}:{}", built.program.version));
+    let app = KnativeApp {
+        app: built.app,
+        image: &image_ref,
+        namespace: built.namespace,
+        env: &[],
+    };
+    let services = crate::knative::services(&app, built.manifest)?;
     let dir = built.artifacts.knative_dir();
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .with_context(|| format!("cannot replace `{}`", dir.display()))?;
-    }
-    for function in &built.manifest.functions {
-        let (name, yaml) = knative::service(built.app, &image_ref, built.manifest, function)?;
-        crate::artifacts::write_atomically(&dir.join(format!("{name}.yaml")), yaml.as_bytes())?;
-    }
+    crate::knative::write(&dir, &services, built.manifest)?;
     Ok(vec![layout, archive, dir])
 }
