@@ -666,12 +666,12 @@ fn errors_name_what_is_missing_or_wrong() {
         "{stderr}"
     );
 
-    // Knative has no deploy: the message says what to do instead.
+    // Knative deploys push the image: without a registry, the message names the flag.
     let stderr = fails(
         &ferry_env(&["deploy", "--platform", "http", "--dir", dir_arg], &env),
         "deploy to http",
     );
-    assert!(stderr.contains("kubectl apply"), "{stderr}");
+    assert!(stderr.contains("--registry"), "{stderr}");
 }
 
 /// `ferry invoke` on deployed functions tells whose failure it was (issue #10): a function the
