@@ -311,14 +311,28 @@ impl LambdaBackend {
             .bytes()
             .await
             .map_err(|e| Error::unavailable(format!("connection to {url} broke: {e}")))?;
-        match (status, failed) {
-            (200, None) => Ok(body),
-            (200, Some(_)) => Err(function_error(&body)),
-            // Emulators (cargo lambda's) answer a function error with a 500 and no header; the
-            // Lambda service's own errors never carry an `errorType`.
-            (500, None) if is_runtime_error(&body) => Err(function_error(&body)),
-            _ => Err(service_error(status, error_type, function, &body)),
-        }
+        answer(status, failed.is_some(), error_type, function, body)
+    }
+}
+
+/// What an Invoke answer means: the output, the function's error or the service's.
+fn answer(
+    status: u16,
+    function_failed: bool,
+    error_type: Option<String>,
+    function: &str,
+    body: Bytes,
+) -> Result<Bytes> {
+    match (status, function_failed) {
+        (200, true) => Err(function_error(&body)),
+        // The Runtime Interface Emulator answers a function error with a 200 and no header.
+        (200, false) if is_error_report(&body) => Err(function_error(&body)),
+        (200, false) => Ok(body),
+        // Emulators answer a function error with a 500 (cargo lambda's), or a 502 when the
+        // runtime exited after reporting it (the RIE); the Lambda service's own errors never
+        // carry an `errorType`.
+        (500..=599, _) if is_runtime_error(&body) => Err(function_error(&body)),
+        _ => Err(service_error(status, error_type, function, &body)),
     }
 }
 
@@ -370,6 +384,35 @@ fn function_error(body: &[u8]) -> Error {
             type_name: error_type.to_owned(),
         }),
     }
+}
+
+/// Whether an answer without `X-Amz-Function-Error` is still an error report: exactly the
+/// fields a runtime (`errorMessage`, `errorType`, `stackTrace`, ferry's `ferry`) or the platform
+/// writes, with an error type of ferry's or the platform's own (`Runtime.*`, `Function.*`,
+/// `Sandbox.*`). An output of a function is not read this way unless it has that very shape.
+fn is_error_report(body: &[u8]) -> bool {
+    if body.len() > 64 * 1024 || memchr::memmem::find(body, b"errorType").is_none() {
+        return false;
+    }
+    let Ok(Value::Object(report)) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let known = [
+        "errorMessage",
+        "errorType",
+        "stackTrace",
+        "ferry",
+        "requestId",
+    ];
+    let Some(error_type) = report.get("errorType").and_then(Value::as_str) else {
+        return false;
+    };
+    report.get("errorMessage").is_some_and(Value::is_string)
+        && report.keys().all(|key| known.contains(&key.as_str()))
+        && (report.contains_key("ferry")
+            || ["ferry.", "Runtime.", "Function.", "Sandbox."]
+                .iter()
+                .any(|prefix| error_type.starts_with(prefix)))
 }
 
 fn is_runtime_error(body: &[u8]) -> bool {
@@ -506,6 +549,58 @@ mod tests {
             matches!(error.kind(), ErrorKind::Timeout { limit_ms: 1000 }),
             "{error}"
         );
+    }
+
+    /// The RIE sends function errors as a 200 without `X-Amz-Function-Error`: error reports of
+    /// ferry's runtime or the platform are still errors, an output that merely mentions an error
+    /// type is an output.
+    #[test]
+    fn error_reports_without_the_header_are_errors() {
+        let ferry_error = serde_json::json!({
+            "errorMessage": "7 is odd",
+            "errorType": "Runtime.Unknown",
+            "stackTrace": [],
+            "ferry": Error::new(ErrorKind::User { message: "7 is odd".into(), type_name: String::new() }),
+        });
+        assert!(is_error_report(ferry_error.to_string().as_bytes()));
+        assert!(is_error_report(
+            br#"{"errorType":"Function.ResponseSizeTooLarge","errorMessage":"Response payload size exceeded maximum allowed payload size (6291556 bytes)."}"#
+        ));
+        for output in [
+            &br#"{"errorType":"validation","errorMessage":"a user's own record"}"#[..],
+            br#"{"errorType":"Runtime.X","errorMessage":"m","count":3}"#,
+            br#"{"errorType":"ferry.User"}"#,
+            br#"[1, 2]"#,
+            br#""errorType""#,
+        ] {
+            assert!(
+                !is_error_report(output),
+                "{}",
+                String::from_utf8_lossy(output)
+            );
+        }
+    }
+
+    /// The RIE's answer when a runtime reported a timeout and exited to be replaced: a 502
+    /// with the report. It is the function's timeout, not an unavailable platform to retry.
+    #[test]
+    fn a_report_after_the_runtime_exited_is_the_functions_error() {
+        let report = serde_json::json!({
+            "errorMessage": "timed out after 894 ms",
+            "errorType": "Runtime.ExitError",
+            "stackTrace": [],
+            "ferry": Error::timeout(std::time::Duration::from_millis(894)),
+        });
+        let error = answer(502, false, None, "f", Bytes::from(report.to_string())).unwrap_err();
+        assert!(
+            matches!(error.kind(), ErrorKind::Timeout { limit_ms: 894 }),
+            "{error}"
+        );
+        assert!(!error.is_transient(), "{error}");
+        let output = answer(200, false, None, "f", Bytes::from_static(b"42")).unwrap();
+        assert_eq!(&output[..], b"42");
+        let unavailable = answer(502, false, None, "f", Bytes::from_static(b"bad gateway"));
+        assert!(unavailable.unwrap_err().is_transient());
     }
 
     #[test]

@@ -316,10 +316,12 @@ pub(crate) async fn next_invocation(
         }
         break next;
     };
+    // An empty header is an absent one (the RIE's managed mode sends an empty trace id).
     let header = |name: &str| {
         next.headers()
             .get(name)
             .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
             .map(str::to_owned)
     };
     let request_id = header("lambda-runtime-aws-request-id")
