@@ -13,7 +13,9 @@
 //!     $PWD/target/lambda-only-all-platforms $PWD/target/release/lambda-only
 //! ```
 //!
-//! (Absolute paths: cargo runs the benchmark in the package's folder.)
+//! (Absolute paths: cargo runs the benchmark in the package's folder.) `PATH#HANDLER` gives a
+//! bootstrap's `_HANDLER` (default `count_inside`); the Lambda variables a bootstrap may require
+//! are set, so any custom runtime can be compared (a `lambda_runtime` one, say).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -25,13 +27,17 @@ const RUNS: usize = 60;
 
 /// Spawns `binary` as a Lambda bootstrap and returns how long it took to ask for its first
 /// invocation.
-fn cold_start(binary: &Path, api: &TcpListener) -> Duration {
+fn cold_start(binary: &Path, handler: &str, api: &TcpListener) -> Duration {
     let address = api.local_addr().unwrap();
     let started = Instant::now();
     let mut child = Command::new(binary)
         .env_clear()
         .env("AWS_LAMBDA_RUNTIME_API", address.to_string())
-        .env("_HANDLER", "count_inside")
+        // What Lambda sets, so that any bootstrap starts (`lambda_runtime` needs all three).
+        .env("AWS_LAMBDA_FUNCTION_NAME", "cold-start")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("_HANDLER", handler)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -67,7 +73,11 @@ fn main() {
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
     for run in 0..RUNS + 5 {
         for (index, binary) in binaries.iter().enumerate() {
-            let time = cold_start(Path::new(binary), &api);
+            // `path#handler` names the function a bootstrap serves (`count_inside` by default).
+            let (path, handler) = binary
+                .split_once('#')
+                .unwrap_or((binary.as_str(), "count_inside"));
+            let time = cold_start(Path::new(path), handler, &api);
             // The first runs warm the page cache.
             if run >= 5 {
                 times[index].push(time);
@@ -78,6 +88,9 @@ fn main() {
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     for (binary, times) in binaries.iter().zip(&mut times) {
         times.sort();
+        let binary = binary
+            .split_once('#')
+            .map_or(binary.as_str(), |(path, _)| path);
         let size = std::fs::metadata(binary).unwrap().len();
         let stripped = std::env::temp_dir().join(format!("cold-start-{}", std::process::id()));
         std::fs::copy(binary, &stripped).unwrap();

@@ -256,7 +256,9 @@ async fn an_invocation_without_a_trace_id_does_not_inherit_the_previous_one() {
     use std::sync::{Arc, Mutex};
 
     type Script = Arc<Mutex<Vec<(&'static str, Option<&'static str>)>>>;
+    // Popped from the end. The RIE's managed mode sends an empty trace id for none.
     let script: Script = Arc::new(Mutex::new(vec![
+        ("third", Some("")),
         ("second", None),
         (
             "first",
@@ -305,7 +307,7 @@ async fn an_invocation_without_a_trace_id_does_not_inherit_the_previous_one() {
             .unwrap(),
     );
     let mut seen = std::collections::BTreeMap::new();
-    while seen.len() < 2 {
+    while seen.len() < 3 {
         let (id, body) = tokio::time::timeout(Duration::from_secs(30), answered.recv())
             .await
             .expect("the runtime answered")
@@ -321,6 +323,11 @@ async fn an_invocation_without_a_trace_id_does_not_inherit_the_previous_one() {
             && seen["second"].get("env:_X_AMZN_TRACE_ID").is_none(),
         "the untraced invocation inherited a trace id: {}",
         seen["second"]
+    );
+    assert!(
+        seen["third"].get("_X_AMZN_TRACE_ID").is_none(),
+        "an empty trace id is none: {}",
+        seen["third"]
     );
 }
 
