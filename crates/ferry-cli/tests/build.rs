@@ -13,6 +13,7 @@ use std::process::Command;
 
 use common::{Scratch, fails, ferry, ferry_in, fixture, manifest, ok, only_zip_entry};
 use object::Object as _;
+use object::read::elf::FileHeader as _;
 use object::read::elf::ProgramHeader as _;
 
 const ALL: &str = "lambda,openwhisk,http";
@@ -57,6 +58,13 @@ fn lambda_zip_holds_an_executable_static_bootstrap() {
     assert_eq!(mode & 0o777, 0o755, "mode {mode:o}");
     assert_eq!(mode & 0o170000, 0o100000, "a regular file: {mode:o}");
     assert_static_elf(&bytes);
+    // Linked at a fixed address: nothing to relocate at start-up (a static-pie is `ET_DYN`).
+    let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&bytes[..]).unwrap();
+    assert_eq!(
+        elf.elf_header().e_type(elf.endian()),
+        object::elf::ET_EXEC,
+        "a position-independent binary"
+    );
     // The packaged binary is the program whose manifest was written.
     assert_eq!(manifest_of_binary(&bytes), manifest(dir));
 

@@ -112,6 +112,7 @@ fn build_and_start(
         profile: &args.profile,
         target: None,
         linkage: Linkage::Dynamic,
+        position_independent: true,
         strip: false,
         verbose: false,
     });
