@@ -269,3 +269,32 @@ pub fn spinner(message: String) -> ProgressBar {
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_builds_are_fixed_address_unless_position_independent() {
+        let gnu = "x86_64-unknown-linux-gnu";
+        assert_eq!(
+            static_rustflags(gnu, false).unwrap(),
+            "-C target-feature=+crt-static -C relocation-model=static"
+        );
+        assert_eq!(
+            static_rustflags(gnu, true).unwrap(),
+            "-C target-feature=+crt-static"
+        );
+        let musl = "aarch64-unknown-linux-musl";
+        assert_eq!(
+            static_rustflags(musl, false).unwrap(),
+            "-C relocation-model=static"
+        );
+        assert_eq!(static_rustflags(musl, true).unwrap(), "");
+        let refused = static_rustflags("x86_64-pc-windows-msvc", false).unwrap_err();
+        assert!(
+            refused.to_string().contains("Linux targets only"),
+            "{refused}"
+        );
+    }
+}
