@@ -478,6 +478,13 @@ pub const OPENWHISK_INSECURE: Setting = user(
     "off",
     "accept the OpenWhisk controller's self-signed certificate",
 );
+/// How the `openwhisk` backend's typed calls encode arguments.
+pub const OPENWHISK_CODEC: Setting = user(
+    "FERRY_OPENWHISK_CODEC",
+    Takes::OneOf(&["json", "binary-in-json"]),
+    "`json`",
+    "how the `openwhisk` backend's typed calls travel: JSON, or ferry's binary codec base64'd into the parameters (between ferry programs)",
+);
 /// Lambda function names.
 pub const LAMBDA_FUNCTIONS: Setting = user(
     "FERRY_LAMBDA_FUNCTIONS",
@@ -597,6 +604,7 @@ pub const ALL: &[Setting] = &[
     HTTP_PEER_TIMEOUT_MS,
     OPENWHISK_ACTIONS,
     OPENWHISK_INSECURE,
+    OPENWHISK_CODEC,
     LAMBDA_FUNCTIONS,
     LAMBDA_ROUTES,
     LAMBDA_QUALIFIER,

@@ -166,6 +166,50 @@ async fn oversized_parameters_are_refused() {
     assert_eq!(controller.invocations(), 1);
 }
 
+/// Between ferry programs, typed calls may travel in the binary codec inside the parameters
+/// (`{"__ferry_binary": "<base64>"}`), answered the same way: 600,000 bytes that are 1.2 MB of
+/// JSON fit under the 1 MiB limit as 0.8 MB of base64; errors keep their kinds and chained flows
+/// their route.
+#[tokio::test]
+async fn binary_in_json_carries_typed_calls_between_ferry_programs() {
+    let controller = controller().await;
+    let ctx = Context::openwhisk(config(&controller).codec(Codec::BinaryInJson)).unwrap();
+    let len = bounded(ctx.call(ByteLen {
+        data: vec![7; 600_000],
+    }))
+    .await
+    .unwrap();
+    assert_eq!(len, 600_000);
+    let greeting = Greeting {
+        name: "whisk".into(),
+        times: 1,
+    };
+    assert_eq!(
+        bounded(ctx.call(Greet {
+            greeting,
+            punctuation: '?'
+        }))
+        .await
+        .unwrap(),
+        "hello whisk?"
+    );
+    let odd = bounded(ctx.call(RequireEven { n: 7 })).await.unwrap_err();
+    assert!(matches!(odd.kind(), ErrorKind::User { .. }), "{odd}");
+    bounded(numbers().run(&ctx, "7".into())).await.unwrap();
+    // The same argument as JSON parameters is over the limit.
+    let json = Context::openwhisk(config(&controller)).unwrap();
+    let error = json
+        .call(ByteLen {
+            data: vec![7; 600_000],
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error.kind(), ErrorKind::PayloadTooLarge { .. }),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn wrong_credentials_are_a_configuration_error() {
     let controller = controller().await;

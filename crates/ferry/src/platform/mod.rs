@@ -496,6 +496,22 @@ fn with_flow_param(envelope: &Envelope, payload: Bytes) -> Result<Bytes> {
 pub(crate) const SHARED_PARAM: &str = "__ferry_shared";
 
 #[cfg(any(feature = "openwhisk", feature = "lambda"))]
+/// Takes the base64 string out of arguments a caller sent in [`crate::Codec::BinaryInJson`]:
+/// exactly `{"__ferry_binary": "<base64>"}` ([`BINARY_PARAM`]) once the flow route is out.
+pub(crate) fn take_binary_param(arguments: &mut serde_json::Value) -> Option<serde_json::Value> {
+    let object = arguments.as_object_mut()?;
+    if object.len() == 1
+        && object
+            .get(BINARY_PARAM)
+            .is_some_and(serde_json::Value::is_string)
+    {
+        object.remove(BINARY_PARAM)
+    } else {
+        None
+    }
+}
+
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
 /// Takes [`FLOW_PARAM`] out of JSON arguments: the route of the flow this invocation is a stage
 /// of, if it is one.
 pub(crate) fn take_flow_param(

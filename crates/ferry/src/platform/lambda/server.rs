@@ -225,17 +225,14 @@ fn split_event(event: Bytes) -> Split {
         Some(ids) => serde_json::from_value::<Vec<crate::shared::BlobId>>(ids)
             .map_err(|e| Error::bad_input(SHARED_PARAM, format!("invalid shared value ids: {e}"))),
     };
-    if let Some(object) = arguments.as_object_mut() {
-        if object.len() == 1 && object.get(BINARY_PARAM).is_some_and(|v| v.is_string()) {
-            let encoded = object.remove(BINARY_PARAM).unwrap_or_default();
-            let quoted = serde_json::to_vec(&encoded).unwrap_or_default();
-            return Split {
-                arguments: Bytes::from(quoted),
-                codec: Codec::BinaryInJson,
-                flow,
-                shared,
-            };
-        }
+    if let Some(encoded) = crate::platform::take_binary_param(&mut arguments) {
+        let quoted = serde_json::to_vec(&encoded).unwrap_or_default();
+        return Split {
+            arguments: Bytes::from(quoted),
+            codec: Codec::BinaryInJson,
+            flow,
+            shared,
+        };
     }
     let arguments = match serde_json::to_vec(&arguments) {
         Ok(stripped) => Bytes::from(stripped),

@@ -42,6 +42,10 @@ pub struct OpenWhiskConfig {
     pub app: Option<String>,
     /// Accept any TLS certificate (a development deployment's self-signed one, like `wsk -i`).
     pub insecure: bool,
+    /// How typed calls encode arguments and outputs (`FERRY_OPENWHISK_CODEC`):
+    /// [`Codec::Json`](crate::Codec::Json), which any action reads, or
+    /// [`Codec::BinaryInJson`](crate::Codec::BinaryInJson) between ferry programs.
+    pub codec: crate::Codec,
     /// Largest JSON parameters sent; bigger arguments are refused before sending.
     pub max_payload: usize,
     /// Longest wait for one request's answer.
@@ -61,6 +65,7 @@ impl std::fmt::Debug for OpenWhiskConfig {
             .field("actions", &self.actions)
             .field("app", &self.app)
             .field("insecure", &self.insecure)
+            .field("codec", &self.codec)
             .field("max_payload", &self.max_payload)
             .field("request_timeout", &self.request_timeout)
             .field("poll_limit", &self.poll_limit)
@@ -79,6 +84,7 @@ impl OpenWhiskConfig {
             actions: "{name}".to_owned(),
             app: None,
             insecure: false,
+            codec: crate::Codec::Json,
             max_payload: super::MAX_PAYLOAD,
             request_timeout: Duration::from_secs(70),
             poll_limit: Duration::from_secs(900),
@@ -91,8 +97,8 @@ impl OpenWhiskConfig {
     /// - `__OW_API_HOST`, `__OW_API_KEY`, `__OW_NAMESPACE`: what OpenWhisk sets inside an action,
     ///   so a function running there fans out on its own platform;
     /// - else `APIHOST`, `AUTH` and `NAMESPACE` from `WSK_CONFIG_FILE` (default `~/.wskprops`);
-    /// - `FERRY_APP` (deployed names), `FERRY_OPENWHISK_ACTIONS` (the action template) and
-    ///   `FERRY_OPENWHISK_INSECURE=1`.
+    /// - `FERRY_APP` (deployed names), `FERRY_OPENWHISK_ACTIONS` (the action template),
+    ///   `FERRY_OPENWHISK_INSECURE=1` and `FERRY_OPENWHISK_CODEC` (`json` or `binary-in-json`).
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|key| std::env::var(key).ok())
     }
@@ -132,6 +138,9 @@ impl OpenWhiskConfig {
         }
         config.app = crate::config::APP.text_in(&lookup);
         config.insecure = crate::config::OPENWHISK_INSECURE.flag_in(&lookup)?;
+        if crate::config::OPENWHISK_CODEC.word_in(&lookup)? == Some("binary-in-json") {
+            config.codec = crate::Codec::BinaryInJson;
+        }
         Ok(config)
     }
 
@@ -160,6 +169,16 @@ impl OpenWhiskConfig {
     #[must_use]
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Sets how typed calls encode arguments and outputs: [`Codec::Json`](crate::Codec::Json)
+    /// or [`Codec::BinaryInJson`](crate::Codec::BinaryInJson) (the binary codec base64'd into
+    /// `{"__ferry_binary": "…"}`, for actions that are ferry programs); another codec is refused
+    /// when a call is sent.
+    #[must_use]
+    pub fn codec(mut self, codec: crate::Codec) -> Self {
+        self.codec = codec;
         self
     }
 
@@ -395,6 +414,10 @@ fn controller_error(status: u16, action: &str, body: &[u8]) -> Error {
 impl RemoteClient for OpenWhiskBackend {
     const KIND: BackendKind = BackendKind::OpenWhisk;
     const CODEC: crate::Codec = crate::Codec::Json;
+
+    fn codec(&self) -> crate::Codec {
+        self.config.codec
+    }
 
     fn send(
         self: &Arc<Self>,

@@ -277,8 +277,9 @@ async fn activate(action: &Action, body: &[u8]) -> Response {
 }
 
 /// The envelope of an activation (a `/run` body or an ActionLoop line): `value` is the arguments
-/// (absent or `null` for none); every other key becomes `__OW_<KEY>` metadata, and `deadline`
-/// and `transaction_id` the envelope's deadline and trace.
+/// (absent or `null` for none; `{"__ferry_binary": "<base64>"}` from a ferry caller in the binary
+/// codec); every other key becomes `__OW_<KEY>` metadata, and `deadline` and `transaction_id`
+/// the envelope's deadline and trace.
 pub(crate) fn activation_envelope(
     function: &str,
     body: Map<String, Value>,
@@ -306,6 +307,11 @@ pub(crate) fn activation_envelope(
         .and_then(|d| d.parse().ok());
     envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
     envelope.flow = crate::platform::take_flow_param(&mut arguments)?;
+    // A ferry caller's binary codec inside JSON: decoded, and answered, in that codec.
+    if let Some(encoded) = crate::platform::take_binary_param(&mut arguments) {
+        envelope.codec = Codec::BinaryInJson;
+        arguments = encoded;
+    }
     Ok((arguments, envelope))
 }
 
