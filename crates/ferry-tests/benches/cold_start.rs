@@ -61,9 +61,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let binaries: Vec<String> = std::env::args()
+    // `path#handler` names the function a bootstrap serves (`count_inside` by default).
+    let binaries: Vec<(String, String)> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
+        .map(|a| match a.split_once('#') {
+            Some((path, handler)) => (path.to_owned(), handler.to_owned()),
+            None => (a, "count_inside".to_owned()),
+        })
         .collect();
     assert!(
         !binaries.is_empty(),
@@ -72,12 +77,8 @@ fn main() {
     let api = TcpListener::bind("127.0.0.1:0").unwrap();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
     for run in 0..RUNS + 5 {
-        for (index, binary) in binaries.iter().enumerate() {
-            // `path#handler` names the function a bootstrap serves (`count_inside` by default).
-            let (path, handler) = binary
-                .split_once('#')
-                .unwrap_or((binary.as_str(), "count_inside"));
-            let time = cold_start(Path::new(path), handler, &api);
+        for (index, (binary, handler)) in binaries.iter().enumerate() {
+            let time = cold_start(Path::new(binary), handler, &api);
             // The first runs warm the page cache.
             if run >= 5 {
                 times[index].push(time);
@@ -86,11 +87,8 @@ fn main() {
     }
     println!("| binary | size | stripped | cold start p50 | p90 | min |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    for (binary, times) in binaries.iter().zip(&mut times) {
+    for ((binary, _), times) in binaries.iter().zip(&mut times) {
         times.sort();
-        let binary = binary
-            .split_once('#')
-            .map_or(binary.as_str(), |(path, _)| path);
         let size = std::fs::metadata(binary).unwrap().len();
         let stripped = std::env::temp_dir().join(format!("cold-start-{}", std::process::id()));
         std::fs::copy(binary, &stripped).unwrap();
