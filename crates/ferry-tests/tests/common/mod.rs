@@ -361,6 +361,59 @@ pub async fn all_at_once(
     futures::future::join_all(requests).await
 }
 
+/// `n` copies of the JSON POST of `body` to `path` on `address`, each on its own connection, all
+/// held back by their last body byte until every copy is written, so that the server has read
+/// them all before any can start: how long a loaded machine takes to open `n` connections does
+/// not decide which of them the server sees. Each answer is its status and error kind (from
+/// `X-Ferry-Error`, else the JSON body); `None` where the connection closed without an answer.
+pub async fn all_read_at_once(
+    n: usize,
+    address: &str,
+    path: &str,
+    body: &str,
+) -> Vec<Option<(u16, Option<String>)>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    assert!(
+        !body.is_empty(),
+        "the last body byte holds each request back"
+    );
+    let (held, last) = body.split_at(body.len() - 1);
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{held}",
+        body.len()
+    );
+    let mut streams = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut stream = tokio::net::TcpStream::connect(address)
+            .await
+            .expect("connect");
+        stream.write_all(head.as_bytes()).await.expect("send");
+        streams.push(stream);
+    }
+    for stream in &mut streams {
+        stream.write_all(last.as_bytes()).await.expect("send");
+    }
+    let answers = streams.into_iter().map(|mut stream| async move {
+        let mut said = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut said));
+        read.await.expect("a request hung").ok()?;
+        let said = String::from_utf8_lossy(&said);
+        let (head, body) = said.split_once("\r\n\r\n")?;
+        let status = head.split(' ').nth(1)?.parse().ok()?;
+        let header_kind = head.lines().find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("x-ferry-error")
+                .then(|| value.trim().to_owned())
+        });
+        let body: Value = serde_json::from_str(body).unwrap_or_default();
+        let body_kind = body["kind"].as_str().or(body["ferry"]["kind"].as_str());
+        Some((status, header_kind.or(body_kind.map(str::to_owned))))
+    });
+    futures::future::join_all(answers).await
+}
+
 /// How many of `answers` failed with the error kind `kind`.
 pub fn count_kind(answers: &[Option<(u16, Option<String>)>], kind: &str) -> usize {
     answers
