@@ -16,7 +16,7 @@ echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo clippy on each of ferry's features alone (warnings are errors)"
-for feature in "" local http openwhisk lambda web state progress; do
+for feature in "" local http openwhisk lambda store "openwhisk,store" web state progress; do
   cargo clippy --package ferry --no-default-features --features "$feature" --locked --quiet -- -D warnings
 done
 

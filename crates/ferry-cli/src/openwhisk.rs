@@ -22,7 +22,8 @@
 //!   concurrency 1 unless its operator raised `concurrency-limit.max`; its memory and time
 //!   limits (its info document, `GET /`) are checked before anything is deployed, and a
 //!   refusal names the limit to change;
-//! - `--env KEY=VALUE` variables as init parameters;
+//! - `--env KEY=VALUE` variables as init parameters, and `FERRY_STORE` from `--store` (the
+//!   store's credentials are the action's own: pass them with `--env`);
 //! - annotations `ferry:app`, `ferry:function` (the id), `ferry:config-hash` and
 //!   `ferry:code-sha256`, by which deploys skip unchanged code and `ferry ls` recognises actions
 //!   of the app that the program no longer has.
@@ -148,7 +149,7 @@ impl ActionDeployment {
     pub fn new(
         artifacts: &Artifacts,
         app: Option<&str>,
-        env: &[(String, String)],
+        env: &BTreeMap<String, String>,
         concurrent: bool,
     ) -> anyhow::Result<(Self, BuildInfo, Manifest)> {
         let info = artifacts.build_info()?;
@@ -160,7 +161,7 @@ impl ActionDeployment {
             let handler = naming::handler(&manifest, function).to_owned();
             let config_hash = naming::config_hash(&function.config, &handler);
             let name = naming::action_name(&app, &handler, &config_hash)?;
-            let mut parameters: BTreeMap<String, String> = env.iter().cloned().collect();
+            let mut parameters = env.clone();
             parameters.insert(FUNCTION_PARAMETER.to_owned(), handler.clone());
             actions.push(DesiredAction {
                 limits: json!({
@@ -185,7 +186,7 @@ impl ActionDeployment {
                 );
             }
             let config = ferry_core::naming::WEB_CONFIG;
-            let mut parameters: BTreeMap<String, String> = env.iter().cloned().collect();
+            let mut parameters = env.clone();
             parameters
                 .entry(ferry::config::BACKEND.name.to_owned())
                 .or_insert_with(|| "openwhisk".to_owned());

@@ -12,10 +12,12 @@ use std::process::Output;
 use common::{
     Scratch, fails, ferry_in, fixture, manifest, ok, only_zip_entry, web_fixture, workspace,
 };
-use ferry::{Context, ErrorKind, OpenWhiskConfig};
+use ferry::aws::{AwsConfig, Credentials};
+use ferry::{Codec, Context, ErrorKind, OpenWhiskConfig, Shared};
 use ferry_tests::controller::Controller;
+use ferry_tests::moto::Moto;
 use ferry_tests::registry::Registry;
-use ferry_tests::{Add, RequireEven, Wait50ms};
+use ferry_tests::{Add, ByteLen, RepeatText, RequireEven, SumShared, Wait50ms};
 
 /// `ferry <args>` against `controller`, off the async runtime that serves it.
 async fn ferry_on(controller: &Controller, args: &[&str], extra: &[(&str, &str)]) -> Output {
@@ -577,4 +579,85 @@ async fn a_web_app_deploys_as_a_web_action_that_serves_the_router() {
         "{again}"
     );
     assert_eq!(web_line(&again), url);
+}
+
+/// `--store` gives every action `FERRY_STORE` as an init parameter (the store's credentials are
+/// the action's own, given with `--env`). The deployed executables, under the ActionLoop proxy,
+/// then take parameters and results over the 1 MiB limit, and shared values, through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_store_actions_take_what_the_limit_cannot_carry_through_it() {
+    let dir = fixture("openwhisk");
+    let scratch = Scratch::new("openwhisk-store");
+    let controller = controller(&exec_of(dir, &scratch), dir).await;
+    let (region, bucket) = ("eu-west-1", "ferry-openwhisk-deploy");
+    let store = format!("s3://{bucket}/app");
+    let moto = Moto::start();
+    moto.create_versioned_bucket(region, bucket);
+    let endpoint = format!("AWS_ENDPOINT_URL_S3={}", moto.url);
+    let region_env = format!("AWS_REGION={region}");
+    let mut deploy = vec![
+        "deploy",
+        "--platform",
+        "openwhisk",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--store",
+        &store,
+    ];
+    for env in [
+        "AWS_ACCESS_KEY_ID=test",
+        "AWS_SECRET_ACCESS_KEY=test",
+        "AWS_EC2_METADATA_DISABLED=true",
+        &region_env,
+        &endpoint,
+    ] {
+        deploy.extend(["--env", env]);
+    }
+    let created = ok(
+        &ferry_on(&controller, &deploy, &[]).await,
+        "deploy with a store",
+    );
+    for row in rows(&created) {
+        let action = controller.action(&row[1]).expect("stored");
+        assert!(
+            action["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["key"] == "FERRY_STORE" && p["value"] == store && p["init"] == true),
+            "{action}"
+        );
+    }
+
+    let aws = AwsConfig::new(region, Credentials::new("test", "test", None))
+        .with_s3_endpoint(&moto.url)
+        .unwrap();
+    let ctx = Context::openwhisk(
+        OpenWhiskConfig::new(&controller.api_host, &controller.auth)
+            .app("ferry-fixture")
+            .codec(Codec::BinaryInJson)
+            .store(store.parse().unwrap())
+            .aws(aws),
+    )
+    .unwrap();
+    let data = vec![7u8; 3_000_000];
+    assert_eq!(ctx.call(ByteLen { data }).await.unwrap(), 3_000_000);
+    let text = ctx.call(RepeatText { len: 3_000_000 }).await.unwrap();
+    assert!(text.len() == 3_000_000 && text.bytes().all(|b| b == b'x'));
+    let numbers = Shared::new((0..1_000_000).collect::<Vec<u64>>());
+    let tasks = (0..16).map(|i| SumShared {
+        numbers: numbers.clone(),
+        from: i * 1000,
+        to: (i + 1) * 1000,
+    });
+    let sums: u64 = ctx.map(tasks).await.unwrap().iter().map(|r| r.sum).sum();
+    assert_eq!(sums, (0..16_000).sum::<u64>());
+    let shared = moto.object_versions(region, bucket, "app/shared/");
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    let payloads = moto.object_versions(region, bucket, "app/payloads/");
+    assert_eq!(
+        payloads.len(),
+        2,
+        "one argument and one result: {payloads:?}"
+    );
 }

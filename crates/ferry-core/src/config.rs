@@ -546,7 +546,7 @@ pub const STORE: Setting = user(
     "FERRY_STORE",
     Takes::Text,
     "none",
-    "`s3://bucket/prefix`: where the `lambda` backend and runtime put arguments and outputs over Lambda's payload limit, and shared values (once each); host and functions need the same",
+    "`s3://bucket/prefix`: where the `lambda` and `openwhisk` backends and runtimes put arguments and outputs over the platform's payload limit, and shared values (once each); host and functions need the same",
 );
 /// The Redis of `ferry::state`.
 pub const REDIS_URL: Setting = user(

@@ -60,8 +60,9 @@
 //! - The answer follows the controller's rules: 200 with the result on success, 502 with the
 //!   result on an application or developer error, 202 with the activation id when a blocking
 //!   call outlives the blocking limit; `GET …/activations/{id}` is 404 until the record exists.
-//! - Basic auth is checked (401), parameters over 1 MiB are refused (413), and a number of
-//!   throttled answers (429) can be queued.
+//! - Basic auth is checked (401), parameters over 1 MiB are refused (413), a result over 1 MiB
+//!   is the developer error `The action produced a response that exceeded the allowed length: …`
+//!   (as the invoker truncates it), and a number of throttled answers (429) can be queued.
 //! - Web actions, without authentication: `GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS
 //!   /api/v1/web/{namespace}/{package}/{action}[.ext][/path]` (package `default` for actions
 //!   outside packages; extensions `.http`, the default, `.json`, `.html`, `.svg`, `.text`) runs an
@@ -101,7 +102,8 @@ pub use self::limits::{ControllerLimits, LimitRange};
 
 /// How long a container's program gets to say where it listens.
 const STARTING: Duration = Duration::from_secs(60);
-/// OpenWhisk's default limit on an activation's parameters.
+/// OpenWhisk's default limit on an activation's parameters and on its result
+/// (`whisk.activation.payload.max`).
 const MAX_PARAMETERS: usize = 1 << 20;
 /// The namespace of the controller's one user.
 pub const NAMESPACE: &str = "guest";
@@ -930,7 +932,17 @@ async fn activate(
             ))),
             Ok(Ok(response)) => {
                 let ok = response.status().is_success();
-                let result = response.json::<Value>().await.ok();
+                let body = response.bytes().await.unwrap_or_default();
+                // The invoker reads at most the payload limit of a result.
+                if body.len() > MAX_PARAMETERS {
+                    let error = format!(
+                        "The action produced a response that exceeded the allowed length: {} > {MAX_PARAMETERS} bytes. The truncated response was: {}",
+                        body.len(),
+                        String::from_utf8_lossy(&body[..128])
+                    );
+                    return Ok(("action developer error", json!({ "error": error })));
+                }
+                let result = serde_json::from_slice::<Value>(&body).ok();
                 Ok(match result {
                     Some(result @ Value::Object(_)) if ok && result.get("error").is_some() => {
                         ("application error", result)

@@ -47,7 +47,7 @@
     allow(dead_code, unused_imports, unused_variables)
 )]
 
-#[cfg(feature = "lambda")]
+#[cfg(feature = "store")]
 pub mod aws;
 mod context;
 mod execute;
@@ -65,7 +65,7 @@ mod runtime;
 pub mod shared;
 #[cfg(feature = "state")]
 pub mod state;
-#[cfg(feature = "lambda")]
+#[cfg(feature = "store")]
 pub mod store;
 #[cfg(feature = "web")]
 pub mod web;

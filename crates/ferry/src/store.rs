@@ -1,6 +1,7 @@
-//! A bucket in S3 (or an S3-compatible store: MinIO, Ceph, moto) for what Lambda's limits
-//! cannot carry: code over the inline upload limit (`ferry deploy`), arguments and outputs over
-//! the 6 MB payload limit, and [`Shared`](crate::Shared) values, uploaded once each.
+//! A bucket in S3 (or an S3-compatible store: MinIO, Ceph, moto) for what a platform's limits
+//! cannot carry: Lambda code over the inline upload limit (`ferry deploy`), arguments and
+//! outputs over Lambda's 6 MB or OpenWhisk's 1 MiB payload limit, and [`Shared`](crate::Shared)
+//! values, uploaded once each.
 //!
 //! A store is a bucket and a key prefix, written `s3://bucket/prefix` (`FERRY_STORE`). Under the
 //! prefix, ferry keeps:

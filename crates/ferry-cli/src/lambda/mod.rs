@@ -81,10 +81,10 @@ pub struct LambdaArgs {
     /// region's).
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
-    /// The program's S3 store, `s3://bucket/prefix` (Lambda only): code over Lambda's 50 MiB
-    /// direct-upload limit goes up through it, and the functions get it as `FERRY_STORE` for
-    /// arguments, outputs and shared values over the payload limit. Without it, code that needs
-    /// a bucket goes to `ferry-<account>-<region>`, created with expiry rules.
+    /// The program's S3 store, `s3://bucket/prefix` (Lambda and OpenWhisk): the functions get
+    /// it as `FERRY_STORE` for arguments, outputs and shared values over the payload limit, and
+    /// on Lambda code over the 50 MiB direct-upload limit goes up through it. Without it, code
+    /// that needs a bucket goes to `ferry-<account>-<region>`, created with expiry rules.
     #[arg(long, env = ferry::config::STORE.name, value_name = "S3_URL")]
     pub store: Option<String>,
     /// Who may call a web app's Function URL (Lambda only): `none`, anyone (ferry grants the
@@ -92,6 +92,28 @@ pub struct LambdaArgs {
     /// to invoke it.
     #[arg(long, value_enum, value_name = "AUTH", default_value_t = FunctionUrlAuth::None)]
     pub function_url_auth: FunctionUrlAuth,
+}
+
+impl LambdaArgs {
+    /// `--store`, checked.
+    pub fn store_location(&self) -> anyhow::Result<Option<StoreLocation>> {
+        Ok(self
+            .store
+            .as_deref()
+            .map(str::parse::<StoreLocation>)
+            .transpose()?)
+    }
+
+    /// Every function's environment: `--env`, and `FERRY_STORE` from `--store` unless `--env`
+    /// sets it.
+    pub fn function_env(&self) -> anyhow::Result<BTreeMap<String, String>> {
+        let mut env: BTreeMap<String, String> = self.env.iter().cloned().collect();
+        if let Some(store) = self.store_location()? {
+            env.entry(ferry::config::STORE.name.to_owned())
+                .or_insert_with(|| store.to_string());
+        }
+        Ok(env)
+    }
 }
 
 /// Who may call a web app's Function URL.
@@ -242,17 +264,8 @@ impl Deployment {
             config = config.with_lambda_endpoint(url)?;
         }
         let app = args.app.clone().unwrap_or_else(|| info.program.clone());
-        let mut user_env: BTreeMap<String, String> = args.env.iter().cloned().collect();
-        let store = args
-            .store
-            .as_deref()
-            .map(str::parse::<StoreLocation>)
-            .transpose()?;
-        if let Some(store) = &store {
-            user_env
-                .entry(ferry::config::STORE.name.to_owned())
-                .or_insert_with(|| store.to_string());
-        }
+        let user_env = args.function_env()?;
+        let store = args.store_location()?;
 
         let mut functions = Vec::new();
         for function in &manifest.functions {

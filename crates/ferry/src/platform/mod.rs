@@ -10,6 +10,9 @@ pub(crate) mod http;
 pub(crate) mod inline;
 pub(crate) mod lambda;
 pub(crate) mod local;
+// What a platform's payload limit cannot carry, through the store.
+#[cfg(all(feature = "store", any(feature = "openwhisk", feature = "lambda")))]
+pub(crate) mod offload;
 pub(crate) mod openwhisk;
 pub(crate) mod retry;
 
@@ -509,6 +512,21 @@ pub(crate) fn take_binary_param(arguments: &mut serde_json::Value) -> Option<ser
     } else {
         None
     }
+}
+
+#[cfg(any(feature = "openwhisk", feature = "lambda"))]
+/// Takes [`SHARED_PARAM`] out of JSON arguments: the shared values they refer to by id.
+pub(crate) fn take_shared_param(
+    arguments: &mut serde_json::Value,
+) -> Result<Vec<crate::shared::BlobId>> {
+    let Some(ids) = arguments
+        .as_object_mut()
+        .and_then(|object| object.remove(SHARED_PARAM))
+    else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_value(ids)
+        .map_err(|e| Error::bad_input(SHARED_PARAM, format!("invalid shared value ids: {e}")))
 }
 
 #[cfg(any(feature = "openwhisk", feature = "lambda"))]

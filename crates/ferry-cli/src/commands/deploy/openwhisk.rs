@@ -32,7 +32,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     let (deployment, info, manifest) = ActionDeployment::new(
         &artifacts,
         args.lambda.app.as_deref(),
-        &args.lambda.env,
+        &args.lambda.function_env()?,
         serves_concurrently(&args.registry),
     )?;
     let runtime = crate::commands::runtime()?;

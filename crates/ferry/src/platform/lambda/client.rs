@@ -7,7 +7,7 @@
 //! - A function error is still a 200 with `X-Amz-Function-Error`: the body is the runtime's error
 //!   object, which ferry's runtime extends with the ferry error, so kinds travel back exactly.
 //! - Arguments over Lambda's 6 MB request limit go through the store (`FERRY_STORE`,
-//!   [`super::offload`]), as do outputs over it and shared values; without a store they are
+//!   [`crate::platform::offload`]), as do outputs over it and shared values; without a store they are
 //!   refused before sending.
 //! - 429 (`TooManyRequestsException`) is [`ErrorKind::Throttled`], 5xx [`ErrorKind::Unavailable`]:
 //!   both retried with jittered backoff by the [`RetryPolicy`].
@@ -21,8 +21,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::MAX_PAYLOAD;
-use super::offload::{Offload, referenced_key};
 use crate::aws::{AwsConfig, Signer};
+use crate::platform::offload::Offload;
 use crate::platform::retry::RetryPolicy;
 use crate::platform::{BackendKind, RemoteClient};
 use crate::wire::Envelope;
@@ -479,23 +479,6 @@ impl RemoteClient for LambdaBackend {
     ) -> BoxFuture<'static, Result<Bytes>> {
         let backend = self.clone();
         Box::pin(async move {
-            let offload = backend.offload.as_ref();
-            if let Some(offload) = offload {
-                offload.upload_shared(&envelope.blobs).await?;
-            }
-            let limit = if offload.is_some() {
-                usize::MAX
-            } else {
-                MAX_PAYLOAD
-            };
-            let mut payload =
-                crate::platform::json_event(&envelope, payload, limit, BackendKind::Lambda)?;
-            let mut stored = None;
-            if let Some(offload) = offload.filter(|_| payload.len() > MAX_PAYLOAD) {
-                let (reference, key) = offload.put_payload(payload).await?;
-                payload = reference;
-                stored = Some(key);
-            }
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let function = backend.config.function(&envelope.function, name)?;
             let mut url = format!(
@@ -506,26 +489,21 @@ impl RemoteClient for LambdaBackend {
                 url.push_str("?Qualifier=");
                 url.push_str(qualifier);
             }
-            let output = backend
-                .config
-                .retry
-                .run(|| backend.attempt(&url, &function, payload.clone()))
-                .await;
-            if let (Some(offload), Some(key)) = (offload, stored) {
-                offload.forget(key);
-            }
-            let output = output?;
-            let Some(key) = referenced_key(&output) else {
-                return Ok(output);
+            let (backend, url, function) = (&backend, &url, &function);
+            let send = |event: Bytes| async move {
+                let attempt = || backend.attempt(url, function, event.clone());
+                backend.config.retry.run(attempt).await
             };
-            let offload = offload.ok_or_else(|| {
-                Error::config(format!(
-                    "`{function}` answered through its store (`{key}`), but this caller has no `FERRY_STORE`: give it the functions' store"
-                ))
-            })?;
-            let output = offload.resolve(&key).await;
-            offload.forget(key);
-            output
+            crate::platform::offload::exchange(
+                backend.offload.as_ref(),
+                &envelope,
+                payload,
+                MAX_PAYLOAD,
+                BackendKind::Lambda,
+                function,
+                send,
+            )
+            .await
         })
     }
 }

@@ -4,8 +4,6 @@
 #[cfg(feature = "lambda")]
 pub(crate) mod client;
 #[cfg(feature = "lambda")]
-pub(crate) mod offload;
-#[cfg(feature = "lambda")]
 pub(crate) mod server;
 
 #[cfg(feature = "lambda")]

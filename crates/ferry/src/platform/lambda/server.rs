@@ -126,20 +126,12 @@ async fn serve_invocations(
         } else {
             invocation.event.clone()
         };
-        let result = match resolve_event(event).await {
+        let result = match crate::platform::offload::resolve_event(event).await {
             Ok(event) => run_invocation(runtime, registration, &invocation, event).await,
             Err(error) => Err(error),
         };
         let result = result.map_err(|e| e.in_function(registration.descriptor().id));
         post_result(client, base, &invocation.request_id, result).await?;
-    }
-}
-
-/// The event a reference in the store (`{"__ferry_payload": …}`) stands for, or the event.
-async fn resolve_event(event: Bytes) -> crate::Result<Bytes> {
-    match super::offload::referenced_key(&event) {
-        Some(key) => super::offload::runtime_store().await?.resolve(&key).await,
-        None => Ok(event),
     }
 }
 
@@ -175,12 +167,7 @@ async fn run_invocation(
     }
     envelope.flow = flow?;
     envelope.blobs = shared?;
-    let _pins = if envelope.blobs.is_empty() {
-        None
-    } else {
-        let store = super::offload::runtime_store().await?;
-        Some(crate::shared::ensure(&envelope.blobs, |id| store.fetch_shared(id)).await?)
-    };
+    let _pins = crate::platform::offload::pin_shared(&envelope.blobs).await?;
     runtime.invoke(registration, &envelope, arguments).await
 }
 
@@ -198,8 +185,7 @@ struct Split {
 /// in that codec too. Events that mention none of ferry's parameters are passed on untouched,
 /// without being parsed.
 fn split_event(event: Bytes) -> Split {
-    use super::offload::SHARED_PARAM;
-    use crate::platform::{BINARY_PARAM, FLOW_PARAM};
+    use crate::platform::{BINARY_PARAM, FLOW_PARAM, SHARED_PARAM};
     let untouched = |event| Split {
         arguments: event,
         codec: Codec::Json,
@@ -217,14 +203,7 @@ fn split_event(event: Bytes) -> Split {
         return untouched(event);
     };
     let flow = crate::platform::take_flow_param(&mut arguments);
-    let shared = match arguments
-        .as_object_mut()
-        .and_then(|object| object.remove(SHARED_PARAM))
-    {
-        None => Ok(Vec::new()),
-        Some(ids) => serde_json::from_value::<Vec<crate::shared::BlobId>>(ids)
-            .map_err(|e| Error::bad_input(SHARED_PARAM, format!("invalid shared value ids: {e}"))),
-    };
+    let shared = crate::platform::take_shared_param(&mut arguments);
     if let Some(encoded) = crate::platform::take_binary_param(&mut arguments) {
         let quoted = serde_json::to_vec(&encoded).unwrap_or_default();
         return Split {
@@ -351,7 +330,9 @@ pub(crate) async fn post_result(
     result: Result<Vec<u8>, Error>,
 ) -> Result<(), String> {
     let result = match result {
-        Ok(output) if output.len() > super::MAX_PAYLOAD => offload_output(output).await,
+        Ok(output) if output.len() > super::MAX_PAYLOAD => {
+            crate::platform::offload::store_output(output, super::MAX_PAYLOAD).await
+        }
         other => other,
     };
     let posted = match result {
@@ -382,21 +363,6 @@ pub(crate) async fn post_result(
     posted
         .map(drop)
         .map_err(|error| format!("cannot post the result of {request_id}: {error}"))
-}
-
-/// An output over Lambda's limit: put in the store when the function has one (the answer is
-/// then a reference the caller fetches), else a `PayloadTooLarge` error.
-async fn offload_output(output: Vec<u8>) -> Result<Vec<u8>, Error> {
-    let too_large = Error::new(ErrorKind::PayloadTooLarge {
-        size: output.len() as u64,
-        limit: super::MAX_PAYLOAD as u64,
-    });
-    if crate::config::STORE.text().is_none() {
-        return Err(too_large);
-    }
-    let store = super::offload::runtime_store().await?;
-    let (reference, _key) = store.put_payload(Bytes::from(output)).await?;
-    Ok(reference.to_vec())
 }
 
 /// Lambda sends the deadline in ms since the Unix epoch; some emulators send the time left.

@@ -128,23 +128,7 @@ pub(crate) async fn activate(runtime: &Runtime, line: &str) -> Value {
         Ok(registration) => registration,
         Err(error) => return json!({ "error": error.to_string() }),
     };
-    let (arguments, envelope) =
-        match super::server::activation_envelope(registration.descriptor().id, body) {
-            Ok(split) => split,
-            Err(failure) => {
-                let failure = failure.in_function(registration.descriptor().id);
-                return super::server::error_result(&failure);
-            }
-        };
-    let payload = serde_json::to_vec(&arguments).unwrap_or_default();
-    match runtime
-        .invoke(registration, &envelope, payload.into())
+    super::server::run_activation(runtime, registration, body)
         .await
-    {
-        Ok(output) => match serde_json::from_slice::<Value>(&output) {
-            Ok(output) => Value::Object(super::wrap_result(output)),
-            Err(e) => json!({ "error": format!("the output is not json: {e}") }),
-        },
-        Err(failure) => super::server::error_result(&failure),
-    }
+        .unwrap_or_else(|failure| super::server::error_result(&failure))
 }

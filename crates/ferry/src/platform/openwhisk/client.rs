@@ -6,6 +6,9 @@
 //! - A blocking call the controller cannot finish in time (about 60 s) answers 202 with an
 //!   activation id: the activation is then polled until its record exists.
 //! - 429 is [`ErrorKind::Throttled`] and retried with the rest of the [`RetryPolicy`].
+//! - With a store (`FERRY_STORE`, the `store` feature), parameters and results over the 1 MiB
+//!   limit travel through it by reference, and shared values once each
+//!   ([`crate::platform::offload`]); the actions need the same store.
 //! - Errors: a ferry runtime puts the ferry error next to OpenWhisk's `error` field, so its kind
 //!   travels back exactly. Other actions' application errors become [`ErrorKind::User`], the
 //!   controller's time-limit message [`ErrorKind::Timeout`], and its other developer errors
@@ -46,8 +49,19 @@ pub struct OpenWhiskConfig {
     /// [`Codec::Json`](crate::Codec::Json), which any action reads, or
     /// [`Codec::BinaryInJson`](crate::Codec::BinaryInJson) between ferry programs.
     pub codec: crate::Codec,
-    /// Largest JSON parameters sent; bigger arguments are refused before sending.
+    /// Largest JSON parameters sent; bigger arguments go through the store, or are refused
+    /// before sending without one.
     pub max_payload: usize,
+    /// Where parameters and results over the limit, and shared values, travel (`FERRY_STORE`,
+    /// [`crate::store`]); the actions need the same store. Without one, larger parameters are
+    /// refused and shared values travel in full with every call.
+    #[cfg(feature = "store")]
+    pub store: Option<crate::store::StoreLocation>,
+    /// The store's region, credentials and endpoint: the AWS SDK's chain
+    /// ([`AwsConfig::load`](crate::aws::AwsConfig::load)) at the first call that needs it when
+    /// unset.
+    #[cfg(feature = "store")]
+    pub aws: Option<crate::aws::AwsConfig>,
     /// Longest wait for one request's answer.
     pub request_timeout: Duration,
     /// How long an activation that answered 202 is polled for.
@@ -58,7 +72,8 @@ pub struct OpenWhiskConfig {
 
 impl std::fmt::Debug for OpenWhiskConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenWhiskConfig")
+        let mut debug = f.debug_struct("OpenWhiskConfig");
+        debug
             .field("api_host", &self.api_host)
             .field("auth", &"<redacted>")
             .field("namespace", &self.namespace)
@@ -66,7 +81,10 @@ impl std::fmt::Debug for OpenWhiskConfig {
             .field("app", &self.app)
             .field("insecure", &self.insecure)
             .field("codec", &self.codec)
-            .field("max_payload", &self.max_payload)
+            .field("max_payload", &self.max_payload);
+        #[cfg(feature = "store")]
+        debug.field("store", &self.store).field("aws", &self.aws);
+        debug
             .field("request_timeout", &self.request_timeout)
             .field("poll_limit", &self.poll_limit)
             .field("retry", &self.retry)
@@ -86,6 +104,10 @@ impl OpenWhiskConfig {
             insecure: false,
             codec: crate::Codec::Json,
             max_payload: super::MAX_PAYLOAD,
+            #[cfg(feature = "store")]
+            store: None,
+            #[cfg(feature = "store")]
+            aws: None,
             request_timeout: Duration::from_secs(70),
             poll_limit: Duration::from_secs(900),
             retry: RetryPolicy::default(),
@@ -98,7 +120,8 @@ impl OpenWhiskConfig {
     ///   so a function running there fans out on its own platform;
     /// - else `APIHOST`, `AUTH` and `NAMESPACE` from `WSK_CONFIG_FILE` (default `~/.wskprops`);
     /// - `FERRY_APP` (deployed names), `FERRY_OPENWHISK_ACTIONS` (the action template),
-    ///   `FERRY_OPENWHISK_INSECURE=1` and `FERRY_OPENWHISK_CODEC` (`json` or `binary-in-json`).
+    ///   `FERRY_OPENWHISK_INSECURE=1`, `FERRY_OPENWHISK_CODEC` (`json` or `binary-in-json`) and
+    ///   `FERRY_STORE`.
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|key| std::env::var(key).ok())
     }
@@ -140,6 +163,20 @@ impl OpenWhiskConfig {
         config.insecure = crate::config::OPENWHISK_INSECURE.flag_in(&lookup)?;
         if crate::config::OPENWHISK_CODEC.word_in(&lookup)? == Some("binary-in-json") {
             config.codec = crate::Codec::BinaryInJson;
+        }
+        if let Some(store) = crate::config::STORE.text_in(&lookup) {
+            #[cfg(feature = "store")]
+            {
+                config.store = Some(
+                    store
+                        .parse()
+                        .map_err(|e: crate::store::StoreError| Error::config(e.to_string()))?,
+                );
+            }
+            #[cfg(not(feature = "store"))]
+            return Err(Error::config(format!(
+                "`FERRY_STORE={store}` needs ferry's `store` feature, which this program was built without"
+            )));
         }
         Ok(config)
     }
@@ -189,6 +226,23 @@ impl OpenWhiskConfig {
         self
     }
 
+    /// Sends parameters and results over the limit, and shared values, through `store`, with
+    /// the AWS settings of [`aws`](Self::aws) or else the SDK's chain.
+    #[cfg(feature = "store")]
+    #[must_use]
+    pub fn store(mut self, store: crate::store::StoreLocation) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Sets the region, credentials and endpoint of the store.
+    #[cfg(feature = "store")]
+    #[must_use]
+    pub fn aws(mut self, aws: crate::aws::AwsConfig) -> Self {
+        self.aws = Some(aws);
+        self
+    }
+
     /// The user and key of [`auth`](Self::auth), for basic auth.
     pub fn credentials(&self) -> (&str, &str) {
         self.auth.split_once(':').unwrap_or((&self.auth, ""))
@@ -229,6 +283,9 @@ fn read_wskprops(path: &Path) -> Result<Vec<(String, String)>> {
 pub(crate) struct OpenWhiskBackend {
     config: OpenWhiskConfig,
     client: reqwest::Client,
+    /// The store, set up at the first call (loading AWS settings may take requests).
+    #[cfg(feature = "store")]
+    offload: tokio::sync::OnceCell<crate::platform::offload::Offload>,
 }
 
 impl OpenWhiskBackend {
@@ -239,7 +296,72 @@ impl OpenWhiskBackend {
             .danger_accept_invalid_certs(config.insecure)
             .build()
             .map_err(|e| Error::config(format!("cannot build the http client: {e}")))?;
-        Ok(Self { config, client })
+        Ok(Self {
+            config,
+            client,
+            #[cfg(feature = "store")]
+            offload: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// Sends the JSON event of `envelope`'s arguments through `send`: through the store when
+    /// the backend has one ([`crate::platform::offload::exchange`]).
+    #[cfg(feature = "store")]
+    async fn exchange<F, Fut>(
+        &self,
+        envelope: &Envelope,
+        payload: Bytes,
+        action: &str,
+        send: F,
+    ) -> Result<Bytes>
+    where
+        F: FnOnce(Bytes) -> Fut,
+        Fut: std::future::Future<Output = Result<Bytes>>,
+    {
+        let offload = match &self.config.store {
+            Some(location) => Some(
+                self.offload
+                    .get_or_try_init(|| async {
+                        let aws = match &self.config.aws {
+                            Some(aws) => aws.clone(),
+                            None => crate::aws::AwsConfig::load()
+                                .await
+                                .map_err(|e| Error::config(e.to_string()))?,
+                        };
+                        let store = crate::store::Store::new(&aws, location.clone())?;
+                        Ok::<_, Error>(crate::platform::offload::Offload::new(store))
+                    })
+                    .await?,
+            ),
+            None => None,
+        };
+        let limit = self.config.max_payload;
+        let kind = BackendKind::OpenWhisk;
+        crate::platform::offload::exchange(offload, envelope, payload, limit, kind, action, send)
+            .await
+    }
+
+    /// Sends the JSON event of `envelope`'s arguments through `send`.
+    #[cfg(not(feature = "store"))]
+    async fn exchange<F, Fut>(
+        &self,
+        envelope: &Envelope,
+        payload: Bytes,
+        _action: &str,
+        send: F,
+    ) -> Result<Bytes>
+    where
+        F: FnOnce(Bytes) -> Fut,
+        Fut: std::future::Future<Output = Result<Bytes>>,
+    {
+        let limit = self.config.max_payload;
+        send(crate::platform::json_event(
+            envelope,
+            payload,
+            limit,
+            BackendKind::OpenWhisk,
+        )?)
+        .await
     }
 
     async fn attempt(
@@ -372,6 +494,9 @@ fn failed_activation(result: &[u8], status: Option<&str>) -> Error {
     if let Some(limit_ms) = time_limit(&message) {
         return Error::new(ErrorKind::Timeout { limit_ms });
     }
+    if let Some((size, limit)) = result_limit(&message) {
+        return Error::new(ErrorKind::PayloadTooLarge { size, limit });
+    }
     match status {
         Some("action developer error") => {
             Error::protocol(format!("action developer error: {message}"))
@@ -390,6 +515,16 @@ fn failed_activation(result: &[u8], status: Option<&str>) -> Error {
 fn time_limit(message: &str) -> Option<u64> {
     let rest = message.split("exceeded its time limits of ").nth(1)?;
     rest.split_whitespace().next()?.parse().ok()
+}
+
+/// The sizes in the invoker's "The action produced a response that exceeded the allowed length:
+/// N > M bytes.": a result over the payload limit.
+fn result_limit(message: &str) -> Option<(u64, u64)> {
+    let rest = message.split("exceeded the allowed length: ").nth(1)?;
+    let mut words = rest.split_whitespace();
+    let size = words.next()?.parse().ok()?;
+    let limit = words.nth(1)?.parse().ok()?;
+    Some((size, limit))
 }
 
 /// An answer of the controller itself (not of the action).
@@ -427,30 +562,31 @@ impl RemoteClient for OpenWhiskBackend {
     ) -> BoxFuture<'static, Result<Bytes>> {
         let backend = self.clone();
         Box::pin(async move {
-            let payload = crate::platform::json_event(
-                &envelope,
-                payload,
-                backend.config.max_payload,
-                BackendKind::OpenWhisk,
-            )?;
             let name = descriptor.map_or(envelope.function.as_str(), |d| d.name);
             let action = backend.config.action(&envelope.function, name)?;
             let url = format!(
                 "{}/api/v1/namespaces/{}/actions/{action}?blocking=true&result=true",
                 backend.config.api_host, backend.config.namespace
             );
-            let answer = backend
-                .config
-                .retry
-                .run(|| backend.attempt(&url, &action, &envelope, payload.clone()))
-                .await?;
-            let result = match answer {
-                Answer::Result(body) => body,
-                Answer::Accepted(activation) => backend.poll(&activation).await?,
+            let (backend, url, action, sent) = (&backend, &url, &action, &envelope);
+            let send = |event: Bytes| async move {
+                let attempt = || backend.attempt(url, action, sent, event.clone());
+                let result = match backend.config.retry.run(attempt).await? {
+                    Answer::Result(body) => body,
+                    Answer::Accepted(activation) => backend.poll(&activation).await?,
+                };
+                // The function's output, out of the `{"result": …}` a ferry runtime puts it in.
+                Ok(super::unwrap_result(&result).map_or(result, Bytes::from))
             };
-            // The function's output, out of the `{"result": …}` a ferry runtime puts it in.
-            Ok(super::unwrap_result(&result).map_or(result, Bytes::from))
+            backend.exchange(&envelope, payload, action, send).await
         })
+    }
+
+    fn delivers_shared(&self) -> bool {
+        #[cfg(feature = "store")]
+        return self.config.store.is_some();
+        #[cfg(not(feature = "store"))]
+        false
     }
 }
 
@@ -484,6 +620,17 @@ mod tests {
             Some("action developer error"),
         );
         assert_eq!(error.kind(), &ErrorKind::Timeout { limit_ms: 1500 });
+        let error = failed_activation(
+            br#"{"error": "The action produced a response that exceeded the allowed length: 3000015 > 1048576 bytes. The truncated response was: {\"result\": \"xxx"}"#,
+            None,
+        );
+        assert_eq!(
+            error.kind(),
+            &ErrorKind::PayloadTooLarge {
+                size: 3_000_015,
+                limit: 1_048_576
+            }
+        );
         let error = failed_activation(br#"{"error": "no such model"}"#, None);
         assert!(
             matches!(error.kind(), ErrorKind::User { message, .. } if message == "no such model")

@@ -250,35 +250,56 @@ async fn activate(action: &Action, body: &[u8]) -> Response {
         }
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("invalid /run body: {e}")),
     };
-    let descriptor = action.registration.descriptor();
-    let (arguments, envelope) = match activation_envelope(descriptor.id, body) {
-        Ok(split) => split,
-        Err(failure) => return failure_response(&failure.in_function(descriptor.id)),
-    };
-    let payload = serde_json::to_vec(&arguments).unwrap_or_default();
-    let result = action
-        .runtime
-        .invoke(action.registration, &envelope, payload.into())
-        .await;
-    match result {
-        Ok(output) => match serde_json::from_slice::<Value>(&output) {
-            Ok(output) => (
-                StatusCode::OK,
-                Json(Value::Object(super::wrap_result(output))),
-            )
-                .into_response(),
-            Err(e) => error(
-                StatusCode::BAD_GATEWAY,
-                format!("the output is not json: {e}"),
-            ),
-        },
+    match run_activation(&action.runtime, action.registration, body).await {
+        Ok(result) => (StatusCode::OK, Json(result)).into_response(),
         Err(failure) => failure_response(&failure),
     }
 }
 
+/// Runs one activation of `registration` (a `/run` body or an ActionLoop line) and returns its
+/// result object. With a store (`FERRY_STORE`), parameters that are a reference in it are
+/// fetched, the shared values they refer to are fetched into the cache, and an output over
+/// OpenWhisk's 1 MiB result limit is put there, the result then being its reference.
+pub(crate) async fn run_activation(
+    runtime: &Runtime,
+    registration: &'static Registration,
+    body: Map<String, Value>,
+) -> crate::Result<Value> {
+    let function = registration.descriptor().id;
+    let run = async {
+        #[cfg(feature = "store")]
+        let mut body = body;
+        #[cfg(feature = "store")]
+        if let Some(value) = body.get("value") {
+            if let Some(stored) = crate::platform::offload::resolve_value(value).await? {
+                body.insert("value".to_owned(), stored);
+            }
+        }
+        let (arguments, envelope) = activation_envelope(function, body)?;
+        #[cfg(feature = "store")]
+        let _pins = crate::platform::offload::pin_shared(&envelope.blobs).await?;
+        let payload = serde_json::to_vec(&arguments).unwrap_or_default();
+        let output = runtime
+            .invoke(registration, &envelope, payload.into())
+            .await?;
+        // Without a store the platform applies its own limit, which its operator may have raised.
+        #[cfg(feature = "store")]
+        let output = if output.len() > super::MAX_PAYLOAD && crate::config::STORE.text().is_some() {
+            crate::platform::offload::store_output(output, super::MAX_PAYLOAD).await?
+        } else {
+            output
+        };
+        let output: Value = serde_json::from_slice(&output)
+            .map_err(|e| Error::protocol(format!("the output is not json: {e}")))?;
+        Ok(Value::Object(super::wrap_result(output)))
+    };
+    run.await
+        .map_err(|failure: Error| failure.in_function(function))
+}
+
 /// The envelope of an activation (a `/run` body or an ActionLoop line): `value` is the arguments
 /// (absent or `null` for none; `{"__ferry_binary": "<base64>"}` from a ferry caller in the binary
-/// codec); every other key becomes `__OW_<KEY>` metadata, and `deadline` and `transaction_id`
+/// codec), with the flow route and the ids of shared values a ferry caller added; every other key becomes `__OW_<KEY>` metadata, and `deadline` and `transaction_id`
 /// the envelope's deadline and trace.
 pub(crate) fn activation_envelope(
     function: &str,
@@ -307,6 +328,7 @@ pub(crate) fn activation_envelope(
         .and_then(|d| d.parse().ok());
     envelope.trace = envelope.metadata.get("__OW_TRANSACTION_ID").cloned();
     envelope.flow = crate::platform::take_flow_param(&mut arguments)?;
+    envelope.blobs = crate::platform::take_shared_param(&mut arguments)?;
     // A ferry caller's binary codec inside JSON: decoded, and answered, in that codec.
     if let Some(encoded) = crate::platform::take_binary_param(&mut arguments) {
         envelope.codec = Codec::BinaryInJson;

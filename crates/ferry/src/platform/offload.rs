@@ -1,7 +1,8 @@
-//! What Lambda's limits cannot carry goes through the program's store ([`crate::store`],
-//! `FERRY_STORE`), on both sides of an invocation:
+//! What a platform's payload limit cannot carry goes through the program's store
+//! ([`crate::store`], `FERRY_STORE`), on both sides of an invocation, for every backend whose
+//! events are JSON objects under a limit (Lambda's 6 MB, OpenWhisk's 1 MiB):
 //!
-//! - an event over the 6 MB payload limit is put under `payloads/` and the function is sent
+//! - an event over the limit is put under `payloads/` and the function is sent
 //!   `{"__ferry_payload": "<key>"}` instead; the runtime fetches it. An output over the limit
 //!   travels back the same way. The caller deletes both once the call has ended; the bucket's
 //!   lifecycle rule (`ferry deploy`) expires what a crashed caller leaves;
@@ -9,21 +10,23 @@
 //!   a blob already there is not sent again), the event lists the ids in `"__ferry_shared"`, and
 //!   the runtime fetches each blob once into its cache.
 //!
-//! The runtime only reads keys under its own store's prefix: a caller cannot make it read
-//! anything else its role may read.
+//! [`exchange`] is the caller's side; [`resolve_event`], [`pin_shared`] and [`store_output`]
+//! the runtime's. The runtime only reads keys under its own store's prefix: a caller cannot make
+//! it read anything else its role may read.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
+use crate::platform::BackendKind;
 use crate::shared::BlobId;
 use crate::store::{Store, StoreLocation};
-use crate::{Error, Result};
+use crate::wire::Envelope;
+use crate::{Error, ErrorKind, Result};
 
 /// The event (or answer) that stands for a payload in the store.
 pub(crate) const PAYLOAD_PARAM: &str = "__ferry_payload";
-pub(crate) use crate::platform::SHARED_PARAM;
 
 /// A store and the shared values this process has put there.
 pub(crate) struct Offload {
@@ -129,6 +132,85 @@ impl Offload {
     }
 }
 
+/// One call of `target` through `send`, which delivers a JSON event and returns the function's
+/// output. The platform carries `limit` bytes; with a store (`offload`) the shared values the
+/// arguments refer to are uploaded first, an event over the limit goes as a reference to it, and
+/// an output that is a reference is fetched, both payloads deleted once the call has ended.
+/// Without one, an event over the limit is refused before anything is sent.
+pub(crate) async fn exchange<F, Fut>(
+    offload: Option<&Offload>,
+    envelope: &Envelope,
+    payload: Bytes,
+    limit: usize,
+    backend: BackendKind,
+    target: &str,
+    send: F,
+) -> Result<Bytes>
+where
+    F: FnOnce(Bytes) -> Fut,
+    Fut: std::future::Future<Output = Result<Bytes>>,
+{
+    if let Some(offload) = offload {
+        offload.upload_shared(&envelope.blobs).await?;
+    }
+    let sendable = if offload.is_some() { usize::MAX } else { limit };
+    let mut event = crate::platform::json_event(envelope, payload, sendable, backend)?;
+    let mut stored = None;
+    if let Some(offload) = offload.filter(|_| event.len() > limit) {
+        let (reference, key) = offload.put_payload(event).await?;
+        event = reference;
+        stored = Some(key);
+    }
+    let output = send(event).await;
+    if let (Some(offload), Some(key)) = (offload, stored) {
+        offload.forget(key);
+    }
+    let output = output?;
+    let Some(key) = referenced_key(&output) else {
+        return Ok(output);
+    };
+    let offload = offload.ok_or_else(|| {
+        Error::config(format!(
+            "`{target}` answered through its store (`{key}`), but this caller has no `FERRY_STORE`: give it the functions' store"
+        ))
+    })?;
+    let output = offload.resolve(&key).await;
+    offload.forget(key);
+    output
+}
+
+/// The event a reference in the store (`{"__ferry_payload": …}`) stands for, or the event.
+pub(crate) async fn resolve_event(event: Bytes) -> Result<Bytes> {
+    match referenced_key(&event) {
+        Some(key) => runtime_store().await?.resolve(&key).await,
+        None => Ok(event),
+    }
+}
+
+/// Fetches the shared values `blobs` from the store into this process's cache, where they stay
+/// until the pins drop (at the end of the invocation).
+pub(crate) async fn pin_shared(blobs: &[BlobId]) -> Result<crate::shared::Pins> {
+    if blobs.is_empty() {
+        return Ok(crate::shared::Pins::default());
+    }
+    let store = runtime_store().await?;
+    crate::shared::ensure(blobs, |id| store.fetch_shared(id)).await
+}
+
+/// An output over the platform's `limit`: put in the store when the function has one (the
+/// answer is then a reference its caller fetches), else a `PayloadTooLarge` error.
+pub(crate) async fn store_output(output: Vec<u8>, limit: usize) -> Result<Vec<u8>> {
+    if crate::config::STORE.text().is_none() {
+        return Err(Error::new(ErrorKind::PayloadTooLarge {
+            size: output.len() as u64,
+            limit: limit as u64,
+        }));
+    }
+    let store = runtime_store().await?;
+    let (reference, _key) = store.put_payload(Bytes::from(output)).await?;
+    Ok(reference.to_vec())
+}
+
 /// The key an event or answer refers to when it is exactly `{"__ferry_payload": "<key>"}`.
 pub(crate) fn referenced_key(body: &[u8]) -> Option<String> {
     // Cheap refusal first: outputs are checked on every call.
@@ -136,11 +218,30 @@ pub(crate) fn referenced_key(body: &[u8]) -> Option<String> {
         return None;
     }
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    reference_in(&value).map(str::to_owned)
+}
+
+/// The key `value` refers to when it is exactly `{"__ferry_payload": "<key>"}`.
+fn reference_in(value: &serde_json::Value) -> Option<&str> {
     let object = value.as_object()?;
     if object.len() != 1 {
         return None;
     }
-    object.get(PAYLOAD_PARAM)?.as_str().map(str::to_owned)
+    object.get(PAYLOAD_PARAM)?.as_str()
+}
+
+/// The JSON parameters `value` stands for when it is a reference in the store, else `None`.
+pub(crate) async fn resolve_value(value: &serde_json::Value) -> Result<Option<serde_json::Value>> {
+    let Some(key) = reference_in(value) else {
+        return Ok(None);
+    };
+    let event = runtime_store().await?.resolve(key).await?;
+    serde_json::from_slice(&event).map(Some).map_err(|e| {
+        Error::bad_input(
+            PAYLOAD_PARAM,
+            format!("the parameters in the store are not json: {e}"),
+        )
+    })
 }
 
 /// A name no other payload has: 128 bits from the standard library's randomly seeded hasher,
