@@ -210,6 +210,32 @@ pub async fn fib(ctx: Context, n: u32, cutoff: u32) -> ferry::Result<u64> {
     Ok(left.await? + right)
 }
 
+/// The processes that ran the leaves of a binary tree of nested invocations `depth` deep, each
+/// leaf holding its slot for `ms`: where a recursive fan-out's invocations were placed.
+#[ferry::function(concurrency = 1000, timeout = "60s")]
+pub async fn leaf_pids(
+    ctx: Context,
+    depth: u32,
+    ms: u64,
+) -> ferry::Result<std::collections::BTreeSet<u32>> {
+    if depth == 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        return Ok(std::collections::BTreeSet::from([std::process::id()]));
+    }
+    let left = ctx.spawn(LeafPids {
+        depth: depth - 1,
+        ms,
+    });
+    let mut pids = ctx
+        .call(LeafPids {
+            depth: depth - 1,
+            ms,
+        })
+        .await?;
+    pids.extend(left.await?);
+    Ok(pids)
+}
+
 /// Plain recursive Fibonacci.
 pub fn fib_sequential(n: u32) -> u64 {
     if n < 2 {

@@ -437,6 +437,46 @@ async fn functions_invoke_functions() {
     assert_eq!(error.function(), Some("ferry_tests::explode"));
 }
 
+/// A recursive fan-out runs in its worker while no other worker is idle: the worker has room
+/// for it, and another process would only compete for the same cores. No worker starts for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recursive_fan_out_stays_in_its_busy_worker() {
+    let ctx = local(2);
+    let pids = bounded(ctx.call(LeafPids { depth: 4, ms: 100 }))
+        .await
+        .unwrap();
+    assert_eq!(pids.len(), 1, "leaves ran on {pids:?}");
+    assert_eq!(ctx.stats().cold_starts, 1);
+    assert_eq!(
+        ctx.stats().invocations,
+        1,
+        "the nested ones stayed in the worker"
+    );
+}
+
+/// Top-level calls spread over the workers before they pack onto a running one; then an idle
+/// worker gets the first nested invocation a busy one makes, and the rest run where they were
+/// made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_gets_nested_invocations() {
+    let ctx = local(2);
+    // One worker runs; what arrives while it is busy starts the second.
+    bounded(ctx.call(LeafPids { depth: 0, ms: 0 }))
+        .await
+        .unwrap();
+    let pids = bounded(ctx.map((0..8).map(|_| LeafPids { depth: 0, ms: 200 })))
+        .await
+        .unwrap();
+    let started: std::collections::BTreeSet<u32> = pids.into_iter().flatten().collect();
+    assert_eq!(started.len(), 2, "the calls spread: {started:?}");
+    assert_eq!(ctx.stats().cold_starts, 2);
+    let pids = bounded(ctx.call(LeafPids { depth: 4, ms: 100 }))
+        .await
+        .unwrap();
+    assert_eq!(pids, started, "leaves ran on {pids:?}");
+    assert_eq!(ctx.stats().cold_starts, 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_codec_reaches_the_worker() {
     let ctx = local(1);

@@ -21,8 +21,11 @@ pub struct FanOutSummary<T> {
     pub result: T,
     /// Invocations made.
     pub tasks: u64,
-    /// Wall time of the fan-out, cold starts included.
+    /// Wall time of the fan-out: the median of [`runs`](Self::runs), cold starts included
+    /// where they happened.
     pub seconds: f64,
+    /// Wall time of every measured run, in order (one, unless the program measured more).
+    pub runs: Vec<f64>,
     /// Wall time of the sequential in-process baseline, if it ran.
     pub sequential_seconds: Option<f64>,
     /// `sequential_seconds / seconds`.
@@ -48,12 +51,23 @@ impl<T: Serialize> FanOutSummary<T> {
             result,
             tasks,
             seconds,
+            runs: vec![seconds],
             sequential_seconds,
             speedup: sequential_seconds.map(|sequential| sequential / seconds),
             backend: stats.backend,
             workers: stats.max_workers,
             cold_starts: stats.cold_starts,
         }
+    }
+
+    /// The fan-out measured `timing.runs` times: its median is the time, and the speedup the
+    /// baseline's over it.
+    #[must_use]
+    pub fn measured(mut self, timing: &Timing) -> Self {
+        self.seconds = timing.median();
+        self.runs.clone_from(&timing.runs);
+        self.speedup = self.sequential_seconds.map(|s| s / self.seconds);
+        self
     }
 
     /// The summary as one line of JSON.
@@ -74,6 +88,16 @@ impl<T: Serialize> FanOutSummary<T> {
             }
             _ => println!("{}: {}", self.backend, Seconds(self.seconds)),
         }
+        if self.runs.len() > 1 {
+            let (min, max) = spread(&self.runs);
+            println!(
+                "{} runs: median {}, min {}, max {}",
+                self.runs.len(),
+                Seconds(self.seconds),
+                Seconds(min),
+                Seconds(max)
+            );
+        }
         println!(
             "tasks: {}, workers: {}, cold starts: {}",
             self.tasks, self.workers, self.cold_starts
@@ -82,6 +106,65 @@ impl<T: Serialize> FanOutSummary<T> {
             println!("{}", self.to_json());
         }
     }
+}
+
+/// Wall times of repeated runs, measured as hyperfine does: unmeasured warm-up runs first
+/// (they start the platform's workers), then the measured ones.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Timing {
+    /// Seconds of each measured run, in order.
+    pub runs: Vec<f64>,
+}
+
+impl Timing {
+    /// Runs `run` `warmup` times unmeasured, then `runs` times (at least once) measured; the
+    /// value of the last run, and the times.
+    ///
+    /// # Errors
+    ///
+    /// The first error `run` returns.
+    pub async fn measure<T, E, F, Fut>(warmup: u32, runs: u32, mut run: F) -> Result<(T, Self), E>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        for _ in 0..warmup {
+            run().await?;
+        }
+        let mut timing = Self::default();
+        loop {
+            let started = std::time::Instant::now();
+            let value = run().await?;
+            timing.runs.push(started.elapsed().as_secs_f64());
+            if timing.runs.len() >= runs.max(1) as usize {
+                return Ok((value, timing));
+            }
+        }
+    }
+
+    /// The median run (the mean of the middle two for an even count).
+    ///
+    /// ```
+    /// # use fanout_summary::Timing;
+    /// assert_eq!(Timing { runs: vec![3.0, 1.0, 2.0] }.median(), 2.0);
+    /// assert_eq!(Timing { runs: vec![4.0, 1.0, 2.0, 3.0] }.median(), 2.5);
+    /// ```
+    pub fn median(&self) -> f64 {
+        let mut sorted = self.runs.clone();
+        sorted.sort_by(f64::total_cmp);
+        match sorted.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => sorted[n / 2],
+            n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+        }
+    }
+}
+
+/// The fastest and slowest of `runs`.
+fn spread(runs: &[f64]) -> (f64, f64) {
+    runs.iter().fold((f64::INFINITY, 0.0), |(min, max), &run| {
+        (min.min(run), max.max(run))
+    })
 }
 
 struct Seconds(f64);

@@ -7,13 +7,14 @@
 //! ```text
 //! cargo run --release -p fib -- --n 20 --tasks 100
 //! cargo run --release -p fib -- --backend inline --n 25 --json
+//! cargo run --release -p fib -- --n 35 --tasks 109 --warmup 1 --runs 5   # warm workers, median of 5
 //! ```
 
-use std::time::Instant;
+use std::convert::Infallible;
 
 use anyhow::ensure;
 use clap::Parser;
-use fanout_summary::FanOutSummary;
+use fanout_summary::{FanOutSummary, Timing};
 use ferry::Context;
 
 #[derive(Debug, Parser)]
@@ -25,6 +26,12 @@ struct Args {
     /// Target number of invocations: the cutoff is chosen to come closest to it.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     tasks: u64,
+    /// Unmeasured runs first (they start the platform's workers).
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Measured runs: the time reported is their median.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -103,26 +110,22 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     let cutoff = cutoff_for(args.n, args.tasks);
     let task_count = invocations(args.n, cutoff);
 
-    let sequential = (!args.skip_sequential).then(|| {
-        let start = Instant::now();
-        let value = fib_sequential(args.n);
-        (value, start.elapsed().as_secs_f64())
-    });
+    let sequential = if args.skip_sequential {
+        None
+    } else {
+        let sequential = || async { Ok::<_, Infallible>(fib_sequential(args.n)) };
+        let (_, timing) = Timing::measure(args.warmup, args.runs, sequential).await?;
+        Some(timing.median())
+    };
 
-    let start = Instant::now();
-    let value = ctx.call(Fib { n: args.n, cutoff }).await?;
-    let seconds = start.elapsed().as_secs_f64();
+    let fan_out = || ctx.call(Fib { n: args.n, cutoff });
+    let (value, timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
 
     println!("fib({}) = {value}", args.n);
     println!("cutoff: {cutoff}");
-    FanOutSummary::new(
-        value,
-        task_count,
-        seconds,
-        sequential.map(|(_, s)| s),
-        &ctx.stats(),
-    )
-    .print(args.json);
+    FanOutSummary::new(value, task_count, timing.median(), sequential, &ctx.stats())
+        .measured(&timing)
+        .print(args.json);
 
     let expected = fib_iterative(args.n);
     ensure!(

@@ -1,6 +1,9 @@
-//! 0/1 knapsack by branch and bound, split into tasks: each task fixes the first `depth`
-//! decisions (take or leave the `depth` densest items) and searches the rest depth-first,
-//! pruning a branch when its fractional upper bound cannot beat the best value known.
+//! 0/1 knapsack by branch and bound, split into tasks: each task starts from subtrees of the
+//! search ([`Node`]s; at first, the `2^depth` subtrees that fix the first `depth` decisions)
+//! and searches them depth-first, pruning a branch when its fractional upper bound cannot beat
+//! the best value known. A task that runs past its budget stops and hands back the subtrees it
+//! has not searched, which the caller splits into new tasks: the proof of optimality, which a
+//! fixed split leaves to one subtree, spreads over every worker.
 //!
 //! What the "best value known" is makes the difference this example measures:
 //!
@@ -130,13 +133,52 @@ impl Instance {
     }
 }
 
-/// What one task found and how much it searched.
+/// A subtree of the search: the items from `next` on are still to decide, on top of the
+/// `weight` and `value` of those taken before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    pub next: u32,
+    pub weight: u64,
+    pub value: u64,
+}
+
+impl Instance {
+    /// The subtree whose first `depth` decisions are the bits of `prefix` (bit `i` set: item
+    /// `i` taken), or `None` when those items alone overflow the knapsack.
+    pub fn subtree(&self, prefix: u64, depth: u32) -> Option<Node> {
+        let (mut weight, mut value) = (0u64, 0u64);
+        for (i, item) in self.items.iter().take(depth as usize).enumerate() {
+            if prefix >> i & 1 == 1 {
+                weight += item.weight;
+                value += item.value;
+            }
+        }
+        (weight <= self.capacity).then_some(Node {
+            next: depth,
+            weight,
+            value,
+        })
+    }
+
+    /// The whole search.
+    pub fn root(&self) -> Node {
+        Node {
+            next: 0,
+            weight: 0,
+            value: 0,
+        }
+    }
+}
+
+/// What one task found, how much it searched, and what it left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Explored {
-    /// The best value in its subtree (0 if none beat what it knew).
+    /// The best value in its subtrees (0 if none beat what it knew).
     pub best: u64,
     /// Search nodes it expanded.
     pub nodes: u64,
+    /// The subtrees it had not searched when its budget ran out, in search order.
+    pub left: Vec<Node>,
 }
 
 /// Where a search learns of better solutions found elsewhere.
@@ -181,80 +223,116 @@ pub fn prefix_in_search_order(rank: u64, depth: u32) -> u64 {
         .fold(0, |prefix, i| prefix | 1 << i)
 }
 
-/// Searches the subtree whose first `depth` decisions are the bits of `prefix` (bit `i` set:
-/// item `i` taken).
+/// Searches `roots` in order, knowing a solution worth `known`. With a `budget`, stops once it
+/// has run that long with subtrees still to search, and returns them in [`Explored::left`].
 pub async fn search(
     instance: &Instance,
-    prefix: u64,
-    depth: usize,
+    roots: &[Node],
+    known: u64,
+    budget: Option<Duration>,
     incumbent: &mut impl Incumbent,
 ) -> ferry::Result<Explored> {
-    let (mut weight, mut value) = (0u64, 0u64);
-    for (i, item) in instance.items.iter().take(depth).enumerate() {
-        if prefix >> i & 1 == 1 {
-            weight += item.weight;
-            value += item.value;
-        }
-    }
-    let mut explored = Explored { best: 0, nodes: 0 };
-    if weight > instance.capacity {
-        return Ok(explored);
-    }
-    let mut known = incumbent.refresh(0).await?;
+    let started = Instant::now();
+    let mut explored = Explored {
+        best: 0,
+        nodes: 0,
+        left: Vec::new(),
+    };
+    let mut known = incumbent.refresh(known).await?;
     let mut synced = Instant::now();
-    // Depth-first over (next item, weight, value); "take" is pushed last so it is tried first.
-    let mut stack = vec![(depth, weight, value)];
-    while let Some((next, weight, value)) = stack.pop() {
+    // Depth-first; the next subtree to search is on top, and "take" is pushed last so it is
+    // tried first.
+    let mut stack: Vec<Node> = roots
+        .iter()
+        .rev()
+        .filter(|node| node.weight <= instance.capacity)
+        .copied()
+        .collect();
+    while let Some(node) = stack.pop() {
         explored.nodes += 1;
-        if explored.nodes % CLOCK_EVERY == 0 && synced.elapsed() >= SYNC_INTERVAL {
-            known = incumbent.refresh(explored.best.max(known)).await?;
-            synced = Instant::now();
+        if explored.nodes % CLOCK_EVERY == 0 {
+            if budget.is_some_and(|budget| started.elapsed() >= budget) && !stack.is_empty() {
+                stack.push(node);
+                explored.nodes -= 1;
+                explored.left = stack.into_iter().rev().collect();
+                break;
+            }
+            if synced.elapsed() >= SYNC_INTERVAL {
+                known = incumbent.refresh(explored.best.max(known)).await?;
+                synced = Instant::now();
+            }
         }
+        let Node {
+            next,
+            weight,
+            value,
+        } = node;
         if value > explored.best {
             explored.best = value;
             known = known.max(value);
         }
+        let next = next as usize;
         if next == instance.items.len()
             || instance.upper_bound(next, instance.capacity - weight, value) <= known
         {
             continue;
         }
         let item = instance.items[next];
-        stack.push((next + 1, weight, value));
+        let decided = next as u32 + 1;
+        stack.push(Node {
+            next: decided,
+            weight,
+            value,
+        });
         if weight + item.weight <= instance.capacity {
-            stack.push((next + 1, weight + item.weight, value + item.value));
+            stack.push(Node {
+                next: decided,
+                weight: weight + item.weight,
+                value: value + item.value,
+            });
         }
     }
     incumbent.refresh(explored.best.max(known)).await?;
     Ok(explored)
 }
 
-/// One task of the split search. `shared`: the Redis namespace of a run's shared bound
-/// (`FERRY_REDIS_URL` locates Redis), or `None` to search alone.
+/// Splits the subtrees a task left into at most `parts` tasks, each taking every `parts`-th
+/// one in search order, so that the large subtrees near the root spread over them.
+pub fn split(left: Vec<Node>, parts: usize) -> Vec<Vec<Node>> {
+    let parts = parts.clamp(1, left.len().max(1));
+    let mut tasks = vec![Vec::new(); parts];
+    for (i, node) in left.into_iter().enumerate() {
+        tasks[i % parts].push(node);
+    }
+    tasks.retain(|task| !task.is_empty());
+    tasks
+}
+
+/// One task of the split search: `roots` searched knowing a solution worth `known`, handing
+/// back what is left after `budget_ms` (0: never). `shared`: the Redis namespace of a run's
+/// shared bound (`FERRY_REDIS_URL` locates Redis), or `None` to search alone.
 #[ferry::function(timeout = "600s", concurrency = 1)]
+#[allow(clippy::too_many_arguments)]
 pub async fn explore(
     ctx: Context,
     family: Family,
     items: u32,
     seed: u64,
-    prefix: u64,
-    depth: u32,
+    roots: Vec<Node>,
+    known: u64,
+    budget_ms: u64,
     shared: Option<String>,
 ) -> ferry::Result<Explored> {
     let instance = Instance::generate(family, items as usize, seed);
+    let budget = (budget_ms > 0).then(|| Duration::from_millis(budget_ms));
     match shared {
-        None => search(&instance, prefix, depth as usize, &mut Alone).await,
+        None => search(&instance, &roots, known, budget, &mut Alone).await,
         Some(namespace) => {
             let register = Store::for_process(&ctx)?
                 .namespace(&namespace)
                 .max_register::<i64>("best");
-            search(
-                &instance,
-                prefix,
-                depth as usize,
-                &mut SharedBound(register),
-            )
-            .await
+            let mut incumbent = SharedBound(register);
+            search(&instance, &roots, known, budget, &mut incumbent).await
         }
     }
 }

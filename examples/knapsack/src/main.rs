@@ -4,14 +4,18 @@
 //! cargo run --release -p knapsack -- --items 44 --tasks 64                 # alone only
 //! FERRY_REDIS_URL=redis://127.0.0.1:6379 cargo run --release -p knapsack -- --items 44 --tasks 64 --shared
 //! cargo run --release -p knapsack -- --family even-odd --items 30 --tasks 64
+//! cargo run --release -p knapsack -- --items 80 --seed 3 --split-after-ms 0 --shared   # fixed split
 //! ```
 
+use std::collections::VecDeque;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, ensure};
 use clap::Parser;
 use ferry::Context;
-use knapsack::{Alone, Explore, Explored, Family, Instance, prefix_in_search_order, search};
+use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+use knapsack::{Alone, Explore, Family, Instance, Node, prefix_in_search_order, search, split};
 
 #[derive(Debug, Parser)]
 #[command(about = "0/1 knapsack by branch and bound over ferry invocations")]
@@ -25,9 +29,17 @@ struct Args {
     /// Seed of the instance.
     #[arg(long, default_value_t = 7)]
     seed: u64,
-    /// Tasks: a power of two, each fixing the first log2(tasks) decisions.
+    /// Tasks at first: a power of two, each fixing the first log2(tasks) decisions; also the
+    /// most tasks in flight.
     #[arg(long, default_value_t = 64)]
     tasks: u64,
+    /// A task that runs this long hands back the subtrees it has not searched, which are split
+    /// into new tasks (0: never, the split stays fixed).
+    #[arg(long, default_value_t = 20)]
+    split_after_ms: u64,
+    /// How many tasks the subtrees a task hands back are split into.
+    #[arg(long, default_value_t = 2)]
+    split_into: usize,
     /// Also run with the best bound shared in Redis (`FERRY_REDIS_URL`).
     #[arg(long)]
     shared: bool,
@@ -45,6 +57,8 @@ struct Run {
     /// The most nodes one task explored: with a shared bound, the run can take no less than
     /// that task does.
     largest_task_nodes: u64,
+    /// Tasks run, those made of subtrees other tasks handed back included.
+    tasks: u64,
     seconds: f64,
 }
 
@@ -63,7 +77,7 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     );
 
     let started = Instant::now();
-    let sequential = search(&instance, 0, 0, &mut Alone).await?;
+    let sequential = search(&instance, &[instance.root()], 0, None, &mut Alone).await?;
     let sequential_seconds = started.elapsed().as_secs_f64();
     ensure!(
         sequential.best == optimum,
@@ -96,7 +110,7 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         println!(
             "{} ({} tasks on {}): best {}, {} nodes ({:.2}x the sequential search's, the largest task {}), {:.3} s, speedup {:.2}x",
             run.mode,
-            args.tasks,
+            run.tasks,
             ctx.backend_kind(),
             run.best,
             run.nodes,
@@ -129,6 +143,9 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs the split search: the first `2^depth` subtrees as tasks, then, as tasks hand back what
+/// they left, those subtrees split into new tasks, at most `--tasks` in flight. Handed-back
+/// subtrees go first: they come earliest in the sequential search's order.
 async fn distributed(
     ctx: &Context,
     args: &Args,
@@ -140,24 +157,48 @@ async fn distributed(
     } else {
         "alone"
     };
+    let instance = Instance::generate(args.family, args.items as usize, args.seed);
     let started = Instant::now();
-    let results: Vec<Explored> = ctx
-        .map((0..args.tasks).map(|rank| Explore {
-            family: args.family,
-            items: args.items,
-            seed: args.seed,
-            prefix: prefix_in_search_order(rank, depth),
-            depth,
-            shared: shared.clone(),
-        }))
-        .concurrency(args.tasks as usize)
-        .await
-        .with_context(|| format!("the {mode} run failed"))?;
-    Ok(Run {
+    let mut queue: VecDeque<Vec<Node>> = (0..args.tasks)
+        .filter_map(|rank| instance.subtree(prefix_in_search_order(rank, depth), depth))
+        .map(|node| vec![node])
+        .collect();
+    let mut run = Run {
         mode,
-        best: results.iter().map(|r| r.best).max().unwrap_or(0),
-        nodes: results.iter().map(|r| r.nodes).sum(),
-        largest_task_nodes: results.iter().map(|r| r.nodes).max().unwrap_or(0),
-        seconds: started.elapsed().as_secs_f64(),
-    })
+        best: 0,
+        nodes: 0,
+        largest_task_nodes: 0,
+        tasks: 0,
+        seconds: 0.0,
+    };
+    let mut running = FuturesUnordered::new();
+    loop {
+        while running.len() < args.tasks as usize {
+            let Some(roots) = queue.pop_front() else {
+                break;
+            };
+            run.tasks += 1;
+            running.push(ctx.call(Explore {
+                family: args.family,
+                items: args.items,
+                seed: args.seed,
+                roots,
+                known: run.best,
+                budget_ms: args.split_after_ms,
+                shared: shared.clone(),
+            }));
+        }
+        let Some(explored) = running.next().await else {
+            break;
+        };
+        let explored = explored.with_context(|| format!("the {mode} run failed"))?;
+        run.best = run.best.max(explored.best);
+        run.nodes += explored.nodes;
+        run.largest_task_nodes = run.largest_task_nodes.max(explored.nodes);
+        for task in split(explored.left, args.split_into).into_iter().rev() {
+            queue.push_front(task);
+        }
+    }
+    run.seconds = started.elapsed().as_secs_f64();
+    Ok(run)
 }

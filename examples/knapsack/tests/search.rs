@@ -7,7 +7,7 @@ use std::process::Command;
 
 use ferry::{Context, LocalConfig};
 use ferry_tests::redis_server::RedisServer;
-use knapsack::{Alone, Explore, Explored, Family, Instance, prefix_in_search_order, search};
+use knapsack::{Alone, Explore, Explored, Family, Instance, Node, prefix_in_search_order, search};
 
 fn workers(redis_url: Option<&str>) -> Context {
     let mut config = LocalConfig::default()
@@ -19,30 +19,97 @@ fn workers(redis_url: Option<&str>) -> Context {
     Context::local(config).expect("local platform")
 }
 
-/// The best value and the nodes of a 16-task split, handed out as the program does.
-async fn split(
+/// The best value and the nodes of a fixed 16-task split, handed out as the program does.
+async fn fixed_split(
     ctx: &Context,
     family: Family,
     items: u32,
     seed: u64,
     shared: Option<&str>,
 ) -> (u64, u64) {
+    let instance = Instance::generate(family, items as usize, seed);
     let results: Vec<Explored> = ctx
-        .map((0..16).map(|rank| Explore {
-            family,
-            items,
-            seed,
-            prefix: prefix_in_search_order(rank, 4),
-            depth: 4,
-            shared: shared.map(str::to_owned),
-        }))
+        .map(
+            (0..16)
+                .filter_map(|rank| instance.subtree(prefix_in_search_order(rank, 4), 4))
+                .map(|root| Explore {
+                    family,
+                    items,
+                    seed,
+                    roots: vec![root],
+                    known: 0,
+                    budget_ms: 0,
+                    shared: shared.map(str::to_owned),
+                }),
+        )
         .concurrency(16)
         .await
         .expect("every task ends");
+    assert!(
+        results.iter().all(|r| r.left.is_empty()),
+        "no budget, nothing left"
+    );
     (
         results.iter().map(|r| r.best).max().unwrap(),
         results.iter().map(|r| r.nodes).sum(),
     )
+}
+
+/// Searching, stopping at the budget and searching what was left, then what that left, and so
+/// on, finds what one search finds: handing subtrees back loses none. Kept in one piece, in
+/// search order and with the best known passed on, the parts expand exactly the nodes of one
+/// search: none is searched twice.
+#[tokio::test]
+async fn subtrees_handed_back_are_searched_exactly_once() {
+    for (family, items, seed) in [
+        (Family::StronglyCorrelated, 56, 7),
+        (Family::EvenOdd, 22, 1),
+    ] {
+        let instance = Instance::generate(family, items, seed);
+        let whole = search(&instance, &[instance.root()], 0, None, &mut Alone)
+            .await
+            .unwrap();
+        for parts in [1, 3] {
+            let (mut best, mut nodes, mut rounds) = (0, 0, 0);
+            let mut pending = vec![vec![instance.root()]];
+            while let Some(roots) = pending.pop() {
+                rounds += 1;
+                // No budget left: every task stops at its first look at the clock.
+                let budget = Some(std::time::Duration::ZERO);
+                let part = search(&instance, &roots, best, budget, &mut Alone)
+                    .await
+                    .unwrap();
+                best = best.max(part.best);
+                nodes += part.nodes;
+                pending.extend(knapsack::split(part.left, parts).into_iter().rev());
+            }
+            assert_eq!(best, whole.best, "{family:?} in {parts}");
+            assert!(rounds > 10, "{family:?}: split only {rounds} times");
+            if parts == 1 {
+                assert_eq!(nodes, whole.nodes, "{family:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn split_spreads_the_subtrees_in_turn() {
+    let nodes: Vec<Node> = (0..5)
+        .map(|next| Node {
+            next,
+            weight: 0,
+            value: 0,
+        })
+        .collect();
+    let parts = knapsack::split(nodes.clone(), 2);
+    assert_eq!(parts.len(), 2);
+    assert_eq!(
+        parts[0].iter().map(|n| n.next).collect::<Vec<_>>(),
+        [0, 2, 4]
+    );
+    assert_eq!(parts[1].iter().map(|n| n.next).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(knapsack::split(nodes[..1].to_vec(), 4).len(), 1);
+    assert!(knapsack::split(Vec::new(), 4).is_empty());
 }
 
 /// Runs the program with `args` on the local platform and returns its JSON summary.
@@ -92,7 +159,9 @@ async fn the_sequential_search_finds_the_optimum() {
         (Family::EvenOdd, 20, 3),
     ] {
         let instance = Instance::generate(family, items, seed);
-        let found = search(&instance, 0, 0, &mut Alone).await.unwrap();
+        let found = search(&instance, &[instance.root()], 0, None, &mut Alone)
+            .await
+            .unwrap();
         assert_eq!(
             found.best,
             instance.optimum(),
@@ -116,7 +185,9 @@ async fn an_even_odd_instance_is_never_filled_and_is_searched_nearly_exhaustivel
                 .iter()
                 .all(|i| i.weight % 2 == 0 && i.value == i.weight)
         );
-        let found = search(&instance, 0, 0, &mut Alone).await.unwrap();
+        let found = search(&instance, &[instance.root()], 0, None, &mut Alone)
+            .await
+            .unwrap();
         assert_eq!(found.best, instance.optimum());
         assert!(found.best < instance.capacity);
         // A full binary tree over `items` decisions has 2^(items+1) - 1 nodes; the search
@@ -135,8 +206,9 @@ async fn a_shared_bound_prunes_more_and_finds_the_same_optimum() {
     let ctx = workers(Some(&redis.url()));
     let family = Family::StronglyCorrelated;
     let optimum = Instance::generate(family, 40, 11).optimum();
-    let (alone_best, alone_nodes) = split(&ctx, family, 40, 11, None).await;
-    let (shared_best, shared_nodes) = split(&ctx, family, 40, 11, Some("knapsack-test")).await;
+    let (alone_best, alone_nodes) = fixed_split(&ctx, family, 40, 11, None).await;
+    let (shared_best, shared_nodes) =
+        fixed_split(&ctx, family, 40, 11, Some("knapsack-test")).await;
     assert_eq!((alone_best, shared_best), (optimum, optimum));
     assert!(
         shared_nodes < alone_nodes,
@@ -151,8 +223,9 @@ async fn the_split_search_of_an_even_odd_instance_finds_the_optimum() {
     let ctx = workers(Some(&redis.url()));
     let family = Family::EvenOdd;
     let optimum = Instance::generate(family, 20, 4).optimum();
-    let (alone_best, alone_nodes) = split(&ctx, family, 20, 4, None).await;
-    let (shared_best, shared_nodes) = split(&ctx, family, 20, 4, Some("knapsack-even-odd")).await;
+    let (alone_best, alone_nodes) = fixed_split(&ctx, family, 20, 4, None).await;
+    let (shared_best, shared_nodes) =
+        fixed_split(&ctx, family, 20, 4, Some("knapsack-even-odd")).await;
     assert_eq!((alone_best, shared_best), (optimum, optimum));
     // Knowing more never makes a depth-first branch and bound expand a node it would have cut.
     assert!(

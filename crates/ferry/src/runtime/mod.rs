@@ -109,11 +109,46 @@ impl Runtime {
         payload: Bytes,
         released: impl FnOnce(),
     ) -> Result<Vec<u8>> {
-        let descriptor = registration.descriptor();
-        let slot = match self.slots.get(descriptor.id) {
+        let slot = match self.slots.get(registration.descriptor().id) {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
+        self.run_in_slot(registration, envelope, payload, slot, released)
+            .await
+    }
+
+    /// Runs an invocation made by a function of this instance here, if its function has a free
+    /// slot now; `None` (nothing ran) when it has none, since waiting for one here could mean
+    /// waiting on the caller itself, or when the instance retires or the call refers to shared
+    /// values by id.
+    pub(crate) async fn invoke_if_free(
+        &self,
+        envelope: &Envelope,
+        payload: Bytes,
+    ) -> Option<Result<Vec<u8>>> {
+        let registration = self.registry.lookup(&envelope.function).ok()?;
+        if self.retired.get().is_some() || !envelope.blobs.is_empty() {
+            return None;
+        }
+        let slot = match self.slots.get(registration.descriptor().id) {
+            Some(slots) => Some(slots.try_acquire().ok()?),
+            None => None,
+        };
+        Some(
+            self.run_in_slot(registration, envelope, payload, slot, || {})
+                .await,
+        )
+    }
+
+    async fn run_in_slot(
+        &self,
+        registration: &'static Registration,
+        envelope: &Envelope,
+        payload: Bytes,
+        slot: Option<tokio::sync::SemaphorePermit<'_>>,
+        released: impl FnOnce(),
+    ) -> Result<Vec<u8>> {
+        let descriptor = registration.descriptor();
         // Work that waited for a slot while the instance retired does not start: each such call
         // could leave one more thread stuck where the last one is.
         if let Some(reason) = self.retired.get() {

@@ -4,9 +4,15 @@
 //! Scheduling follows the platforms ferry deploys to: a worker is an instance, a function's
 //! `concurrency` is how many of its invocations one instance runs at once, work beyond every
 //! instance's capacity waits in a per-function queue, and a new instance starts (a cold start)
-//! while fewer than `max_workers` run. Idle workers are reaped. A worker that crashes, exceeds
-//! its memory limit or stops answering is replaced, and every invocation it held ends with the
-//! matching error: none is lost and none hangs.
+//! while fewer than `max_workers` run. Work spreads before it packs: an invocation goes to an
+//! idle (or still starting) worker, else to a new one while fewer than `max_workers` run, and
+//! only then to the least-loaded busy worker with a free slot. While every worker is busy, a
+//! worker runs the nested invocations it has room for (a free slot of the function) itself:
+//! another process would only compete with it for the same cores, and the round trip through
+//! the platform costs more than a short invocation. Once a worker is idle, nested invocations
+//! come to the platform again and go to it. Idle workers are reaped. A worker that crashes,
+//! exceeds its memory limit or stops answering is replaced, and every invocation it held ends
+//! with the matching error: none is lost and none hangs.
 
 mod worker;
 
@@ -285,6 +291,8 @@ struct SchedulerState {
     /// Why workers of this executable cannot serve (a worker refused, or exited before it
     /// started): every invocation fails with it instead of starting another worker.
     refused: Option<Error>,
+    /// What the workers were last told: every one of them busy, and no more may start.
+    all_busy: bool,
 }
 
 type Reply = oneshot::Sender<Result<Bytes>>;
@@ -480,6 +488,29 @@ impl Worker {
 }
 
 impl SchedulerState {
+    /// Tells the workers when whether all of them are busy (each holds work) has changed: while
+    /// they are, a worker runs the nested invocations it has room for itself rather than send
+    /// them here, where they would only go to a busy worker, or start another process that
+    /// competes with it for the same cores. Once one is idle, nested invocations come here
+    /// again and go to it.
+    fn report_busy(&mut self) {
+        let mut live = self.workers.iter().filter(|w| !w.retiring).peekable();
+        let all_busy = live.peek().is_some() && live.all(|w| !w.inflight.is_empty());
+        if all_busy != self.all_busy {
+            self.announce_busy(all_busy);
+        }
+    }
+
+    fn announce_busy(&mut self, all_busy: bool) {
+        self.all_busy = all_busy;
+        let frame = protocol::busy(all_busy);
+        for worker in self.workers.iter().filter(|w| !w.retiring) {
+            if let Some(frames) = &worker.frames {
+                let _ = frames.send(frame.clone());
+            }
+        }
+    }
+
     /// Every queued invocation's reply, the queues left empty: what fails when nothing will run.
     fn take_queued(&mut self) -> Vec<Reply> {
         self.queues
@@ -514,6 +545,16 @@ impl SchedulerState {
     // The job goes back as it came, moved, not built: boxing it would allocate on every call.
     #[allow(clippy::result_large_err)]
     fn assign(&mut self, index: usize, job: Job, prefetch: u32, cold: bool) -> Result<(), Job> {
+        // The work that makes every worker busy is preceded by saying so: its first nested
+        // invocations then already run where it runs.
+        let last_idle = self
+            .workers
+            .iter()
+            .enumerate()
+            .all(|(i, w)| w.retiring || (i == index) == w.inflight.is_empty());
+        if !self.all_busy && last_idle {
+            self.announce_busy(true);
+        }
         let worker = &mut self.workers[index];
         let sent = worker
             .frames
@@ -640,11 +681,19 @@ impl Scheduler {
         }
     }
 
-    /// Dispatches queued invocations of `function`: to a worker with a free slot, else to a new
-    /// worker while fewer than `max_workers` run, else as prefetch to a busy worker. An
+    /// Dispatches queued invocations of `function` ([`dispatch`](Self::dispatch)), then tells
+    /// the workers whether all of them are busy now.
+    ///
+    /// Dispatching: to an idle worker, else to a new worker while fewer than `max_workers` run,
+    /// else to the least-loaded worker with a free slot, else as prefetch to a busy worker. An
     /// invocation whose caller has stopped waiting (a fan-out that failed fast dropped it) is
     /// discarded instead: nothing starts for nobody.
     fn pump(self: &Arc<Self>, state: &mut SchedulerState, function: &Arc<str>) {
+        self.dispatch(state, function);
+        state.report_busy();
+    }
+
+    fn dispatch(self: &Arc<Self>, state: &mut SchedulerState, function: &Arc<str>) {
         let prefetch = self.config.prefetch;
         loop {
             let Some(queue) = state.queues.get_mut(function) else {
@@ -659,16 +708,27 @@ impl Scheduler {
                 return;
             };
             let free_slot = state.pick(function, limits.concurrency);
+            let may_start = state.live_workers() < self.config.max_workers;
             let mut cold = false;
-            let index = match free_slot {
-                Some(index) => index,
-                None if state.live_workers() < self.config.max_workers => {
-                    match self.start_worker(state) {
-                        Ok(index) => {
-                            cold = true;
-                            index
-                        }
-                        Err(error) => {
+            let index = match (free_slot, may_start) {
+                (Some(index), false) => index,
+                // Spreading starts a worker only beside a busy one that runs: one that is
+                // still starting takes the work it has room for, as it would without spreading
+                // (and an executable that cannot serve is found out by one start, not two).
+                (Some(index), true)
+                    if state.workers[index].inflight.is_empty() || !state.workers[index].ready =>
+                {
+                    index
+                }
+                (busy, true) => match self.start_worker(state) {
+                    Ok(index) => {
+                        cold = true;
+                        index
+                    }
+                    Err(error) => match busy {
+                        // A busy worker with a free slot still takes it.
+                        Some(index) => index,
+                        None => {
                             // Nothing can run these now; fail them rather than wait forever.
                             if state.live_workers() == 0 {
                                 for job in state.queues.remove(function).unwrap_or_default() {
@@ -677,12 +737,14 @@ impl Scheduler {
                             }
                             return;
                         }
+                    },
+                },
+                (None, false) => {
+                    match state.pick(function, limits.concurrency.saturating_add(prefetch)) {
+                        Some(index) => index,
+                        None => return,
                     }
                 }
-                None => match state.pick(function, limits.concurrency.saturating_add(prefetch)) {
-                    Some(index) => index,
-                    None => return,
-                },
             };
             let Some(job) = state.queues.get_mut(function).and_then(VecDeque::pop_front) else {
                 return;
@@ -707,6 +769,7 @@ impl Scheduler {
             self.pump(state, &function);
         }
         state.queues.retain(|_, q| !q.is_empty());
+        state.report_busy();
     }
 
     fn start_worker(self: &Arc<Self>, state: &mut SchedulerState) -> Result<usize> {
@@ -843,6 +906,12 @@ impl Scheduler {
                 for reply in failed {
                     let _ = reply.send(Err(error.clone()));
                 }
+            }
+            Frame::Busy { .. } => {
+                self.on_violation(
+                    worker_id,
+                    "a worker sent `busy`, which only the platform sends".to_owned(),
+                );
             }
             Frame::Retire { reason } => {
                 tracing::debug!(worker = worker_id, %reason, "local worker retires");

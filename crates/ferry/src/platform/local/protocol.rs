@@ -13,6 +13,7 @@
 //! fetch     id: u64 | blob id: [u8; 32]
 //! refuse    error (json)
 //! released  id: u64
+//! busy      every worker busy: u8 (1) or not (0)
 //! ```
 //!
 //! A process started as a worker whose `main` did not hand over to ferry sends `refuse` instead
@@ -22,6 +23,12 @@
 //! is forwarding to the next stage: the invocation holds none of the function's capacity any
 //! more, so the platform may send the worker more of the function's work (the later stage
 //! included) while the stage waits for the rest of the flow.
+//!
+//! The platform sends `busy` to every worker when whether all of them are busy changes (each
+//! holds work): while they are, a worker runs a nested invocation itself when it has a free slot
+//! for it, instead of sending it to the platform, which would only give it to a busy worker or
+//! start a process competing for the same cores; once one is idle again, nested invocations go
+//! to the platform, which places them there.
 //!
 //! A worker sends `fetch` for a shared value's blob that an envelope lists and its cache lacks;
 //! the platform answers with a response of the same id whose output is the blob (codec tag and
@@ -42,6 +49,7 @@ const TAG_RETIRE: u8 = 4;
 const TAG_FETCH: u8 = 5;
 const TAG_REFUSE: u8 = 6;
 const TAG_RELEASED: u8 = 7;
+const TAG_BUSY: u8 = 8;
 
 /// Largest frame either side accepts: arguments or results above it are refused before sending.
 pub(crate) const MAX_FRAME: usize = 256 << 20;
@@ -78,6 +86,9 @@ pub(crate) enum Frame {
     },
     Released {
         id: u64,
+    },
+    Busy {
+        all: bool,
     },
 }
 
@@ -181,6 +192,10 @@ pub(crate) fn released(id: u64) -> Bytes {
     frame(TAG_RELEASED, 8, |buf| buf.put_u64_le(id))
 }
 
+pub(crate) fn busy(all: bool) -> Bytes {
+    frame(TAG_BUSY, 1, |buf| buf.put_u8(u8::from(all)))
+}
+
 pub(crate) fn fetch(id: u64, blob: &BlobId) -> Bytes {
     frame(TAG_FETCH, 40, |buf| {
         buf.put_u64_le(id);
@@ -233,6 +248,9 @@ pub(crate) fn decode(mut frame: Bytes) -> Result<Frame> {
         TAG_RELEASED if frame.len() == 8 => Ok(Frame::Released {
             id: frame.get_u64_le(),
         }),
+        TAG_BUSY if frame.len() == 1 => Ok(Frame::Busy {
+            all: frame.get_u8() != 0,
+        }),
         TAG_FETCH if frame.len() == 40 => {
             let id = frame.get_u64_le();
             let mut blob = [0u8; 32];
@@ -265,6 +283,7 @@ fn largest(tag: u8) -> Option<usize> {
         // Arguments or an output, plus the id, the envelope and its length.
         TAG_REQUEST | TAG_RESPONSE => Some(1 + 12 + MAX_ENVELOPE + MAX_FRAME),
         TAG_HELLO | TAG_RELEASED => Some(1 + 8),
+        TAG_BUSY => Some(1 + 1),
         TAG_FETCH => Some(1 + 40),
         TAG_RETIRE => Some(1 + 64 * 1024),
         TAG_REFUSE => Some(1 + 1024 * 1024),

@@ -1,12 +1,14 @@
 //! A worker of the embedded local platform: reads invocations from the socket on fd 3, runs
 //! many at once, and answers each as it finishes. Nested invocations made by functions go back
-//! to the platform over the same socket.
+//! to the platform over the same socket, which places them; while the platform says every
+//! worker is busy, a nested invocation whose function has a free slot here runs here instead
+//! (see [`protocol`]).
 
 use std::collections::HashMap;
 use std::os::fd::FromRawFd;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use std::panic::AssertUnwindSafe;
 
@@ -103,9 +105,12 @@ async fn serve_socket(
         frames: frames.clone(),
         calls: Mutex::new(HashMap::new()),
         next_call: AtomicU64::new(1),
+        all_busy: AtomicBool::new(false),
+        here: OnceLock::new(),
     });
     let ctx = Context::with_backend(Backend::new(parent.clone()));
     let runtime = Arc::new(Runtime::new(registry, ctx));
+    let _ = parent.here.set(Arc::downgrade(&runtime));
     // The platform stops sending here once told; the work already sent still runs.
     let retire_sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let _ = frames.send(protocol::hello(
@@ -150,6 +155,7 @@ async fn serve_socket(
                 });
             }
             Ok(Frame::Response { id, result }) => parent.complete(id, result),
+            Ok(Frame::Busy { all }) => parent.all_busy.store(all, Ordering::Relaxed),
             Ok(other) => {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidData,
@@ -193,10 +199,39 @@ pub(crate) struct ParentLink {
     frames: mpsc::UnboundedSender<Bytes>,
     calls: Mutex<HashMap<u64, oneshot::Sender<Result<Bytes>>>>,
     next_call: AtomicU64,
+    /// The platform's last word on whether every worker is busy.
+    all_busy: AtomicBool,
+    /// This worker's pipeline, where nested invocations run while every worker is busy.
+    here: OnceLock<Weak<Runtime>>,
 }
 
 impl ParentLink {
-    fn invoke(&self, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
+    /// A nested invocation: run here while every worker is busy and its function has a free
+    /// slot in this worker, else sent to the platform.
+    fn place(
+        self: &Arc<Self>,
+        envelope: Envelope,
+        payload: Bytes,
+    ) -> BoxFuture<'static, Result<Bytes>> {
+        let runtime = self
+            .all_busy
+            .load(Ordering::Relaxed)
+            .then(|| self.here.get().and_then(Weak::upgrade))
+            .flatten();
+        let Some(runtime) = runtime else {
+            return self.send(envelope, payload);
+        };
+        let link = self.clone();
+        Box::pin(async move {
+            match runtime.invoke_if_free(&envelope, payload.clone()).await {
+                Some(result) => result.map(Bytes::from),
+                None => link.send(envelope, payload).await,
+            }
+        })
+    }
+
+    /// Sends a nested invocation to the platform.
+    fn send(&self, envelope: Envelope, payload: Bytes) -> BoxFuture<'static, Result<Bytes>> {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let (reply, outcome) = oneshot::channel();
         let sent = protocol::request(id, &envelope, &payload).and_then(|frame| {
@@ -265,6 +300,6 @@ impl Transport for Arc<ParentLink> {
         payload: Bytes,
         _descriptor: Option<&'static crate::FunctionDescriptor>,
     ) -> BoxFuture<'static, Result<Bytes>> {
-        ParentLink::invoke(self, envelope, payload)
+        ParentLink::place(self, envelope, payload)
     }
 }
