@@ -236,6 +236,28 @@ pub async fn leaf_pids(
     Ok(pids)
 }
 
+/// Busy on the async runtime's thread for `ms` (a CPU-bound async body, as fib's leaves are),
+/// then names the process and thread it ran on.
+#[ferry::function(concurrency = 64)]
+pub async fn spin_on_runtime(ms: u64) -> String {
+    let end = std::time::Instant::now() + Duration::from_millis(ms);
+    while std::time::Instant::now() < end {
+        std::hint::spin_loop();
+    }
+    format!("{}:{:?}", std::process::id(), std::thread::current().id())
+}
+
+/// Fans `n` [`spin_on_runtime`] out from inside a worker: where they ran.
+#[ferry::function(concurrency = 8)]
+pub async fn fan_out_spins(
+    ctx: Context,
+    n: u32,
+    ms: u64,
+) -> ferry::Result<std::collections::BTreeSet<String>> {
+    let ran = ctx.map((0..n).map(|_| SpinOnRuntime { ms })).await?;
+    Ok(ran.into_iter().collect())
+}
+
 /// Plain recursive Fibonacci.
 pub fn fib_sequential(n: u32) -> u64 {
     if n < 2 {

@@ -454,6 +454,23 @@ async fn a_recursive_fan_out_stays_in_its_busy_worker() {
     );
 }
 
+/// Nested invocations run in their busy worker as tasks of their own: a fan-out made from one
+/// task of CPU-bound async bodies uses every runtime thread of the worker, as on the inline
+/// backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_out_in_a_busy_worker_uses_its_threads() {
+    let ctx = local_with(
+        LocalConfig::default()
+            .max_workers(1)
+            .env("FERRY_WORKER_THREADS", "2"),
+    );
+    let ran = bounded(ctx.call(FanOutSpins { n: 8, ms: 50 }))
+        .await
+        .unwrap();
+    assert_eq!(ctx.stats().invocations, 1, "the spins stayed in the worker");
+    assert!(ran.len() >= 2, "every spin ran on one thread: {ran:?}");
+}
+
 /// Top-level calls spread over the workers before they pack onto a running one; then an idle
 /// worker gets the first nested invocation a busy one makes, and the rest run where they were
 /// made.

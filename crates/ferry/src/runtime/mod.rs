@@ -113,7 +113,8 @@ impl Runtime {
             Some(slots) => slots.acquire().await.ok(),
             None => None,
         };
-        self.run_in_slot(registration, envelope, payload, slot, released)
+        let placement = Placement::Here;
+        self.run_in_slot(registration, envelope, payload, slot, placement, released)
             .await
     }
 
@@ -134,8 +135,11 @@ impl Runtime {
             Some(slots) => Some(slots.try_acquire().ok()?),
             None => None,
         };
+        // A task of its own, as on the inline backend: the calls of a fan-out made from one
+        // task run in parallel.
+        let placement = Placement::Spawned;
         Some(
-            self.run_in_slot(registration, envelope, payload, slot, || {})
+            self.run_in_slot(registration, envelope, payload, slot, placement, || {})
                 .await,
         )
     }
@@ -146,6 +150,7 @@ impl Runtime {
         envelope: &Envelope,
         payload: Bytes,
         slot: Option<tokio::sync::SemaphorePermit<'_>>,
+        placement: Placement,
         released: impl FnOnce(),
     ) -> Result<Vec<u8>> {
         let descriptor = registration.descriptor();
@@ -157,8 +162,7 @@ impl Runtime {
                 .in_invocation(envelope.invocation));
         }
         let (result, overrun) =
-            crate::execute::execute(&self.ctx, registration, envelope, payload, Placement::Here)
-                .await;
+            crate::execute::execute(&self.ctx, registration, envelope, payload, placement).await;
         drop(slot);
         if overrun == Overrun::StuckThread {
             self.retire(format!(

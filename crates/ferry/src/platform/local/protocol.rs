@@ -395,6 +395,14 @@ mod tests {
         };
         assert_eq!((id, asked), (11, blob));
         assert!(decode(Bytes::from_static(&[TAG_FETCH, 1, 2, 3])).is_err());
+
+        for all in [true, false] {
+            let Frame::Busy { all: said } = decode(strip_length(busy(all))).unwrap() else {
+                panic!("not a busy frame")
+            };
+            assert_eq!(said, all);
+        }
+        assert!(decode(Bytes::from_static(&[TAG_BUSY, 1, 0])).is_err());
     }
 
     #[test]
