@@ -258,6 +258,19 @@ pub async fn fan_out_spins(
     Ok(ran.into_iter().collect())
 }
 
+/// Sleeps `ms` holding the one slot of its instance; its timeout is 400 ms.
+#[ferry::function(concurrency = 1, timeout = "400ms")]
+pub async fn hold_only_slot(ms: u64) -> u64 {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    ms
+}
+
+/// Runs [`hold_only_slot`] from inside its worker.
+#[ferry::function(concurrency = 8)]
+pub async fn hold_nested(ctx: Context, ms: u64) -> ferry::Result<u64> {
+    ctx.call(HoldOnlySlot { ms }).await
+}
+
 /// Plain recursive Fibonacci.
 pub fn fib_sequential(n: u32) -> u64 {
     if n < 2 {

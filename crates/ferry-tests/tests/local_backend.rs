@@ -471,6 +471,23 @@ async fn a_fan_out_in_a_busy_worker_uses_its_threads() {
     assert!(ran.len() >= 2, "every spin ran on one thread: {ran:?}");
 }
 
+/// A call the platform sends to a worker whose only slot of the function is held by a nested
+/// invocation the worker runs itself waits for that slot, then runs: the worker is not deemed
+/// unresponsive for the wait (300 ms held, 300 ms run, against a 400 ms timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_behind_a_nested_one_in_its_worker_is_not_a_stuck_worker() {
+    let mut config = LocalConfig::default().max_workers(1);
+    config.unresponsive_grace = Duration::from_millis(100);
+    let ctx = local_with(config);
+    bounded(ctx.call(HoldOnlySlot { ms: 0 })).await.unwrap();
+    let nested = ctx.spawn(HoldNested { ms: 300 });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let direct = bounded(ctx.call(HoldOnlySlot { ms: 300 })).await;
+    assert_eq!(direct.unwrap(), 300);
+    assert_eq!(bounded(nested).await.unwrap(), 300);
+    assert_eq!(ctx.stats().cold_starts, 1, "the worker was not replaced");
+}
+
 /// Top-level calls spread over the workers before they pack onto a running one; then an idle
 /// worker gets the first nested invocation a busy one makes, and the rest run where they were
 /// made.

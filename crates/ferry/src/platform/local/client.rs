@@ -415,7 +415,8 @@ struct Inflight {
     span: tracing::Span,
     dispatched: Instant,
     timeout: Duration,
-    /// Longest the worker may take to answer: queued behind prefetched work, then run.
+    /// Longest the worker may take to answer: queued behind prefetched work, or behind a nested
+    /// invocation the worker runs itself in the slot this one needs, then run.
     answer_within: Duration,
 }
 
@@ -589,7 +590,7 @@ impl SchedulerState {
                 answer_within: job
                     .limits
                     .timeout
-                    .saturating_mul(prefetch.saturating_add(1))
+                    .saturating_mul(prefetch.saturating_add(2))
                     .saturating_add(job.limits.forwarding),
             },
         );
