@@ -218,6 +218,19 @@ impl Moto {
             .collect()
     }
 
+    /// The keys left under `prefix` in `bucket` once none are, or after 10 s: what callers that
+    /// delete objects in the background have not deleted.
+    pub fn keys_left(&self, region: &str, bucket: &str, prefix: &str) -> Vec<String> {
+        let started = std::time::Instant::now();
+        loop {
+            let left = self.object_keys(region, bucket, prefix);
+            if left.is_empty() || started.elapsed() > std::time::Duration::from_secs(10) {
+                return left;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     fn signed_s3(&self, region: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
         let test = Credentials::new("test", "test", None);
         let signer = Signer::new(&test, region, "s3").with_content_sha256(true);

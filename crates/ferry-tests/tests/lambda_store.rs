@@ -2,8 +2,6 @@
 //! outputs over the 6 MB payload limit, and shared values, uploaded once each. Against
 //! `cargo lambda watch` (the Invoke and Runtime APIs) with moto's S3 on loopback as the store.
 
-use std::time::{Duration, Instant};
-
 use ferry::store::StoreLocation;
 use ferry::{Context, ErrorKind, LambdaCodec, LambdaConfig, Shared};
 use ferry_tests::moto::Moto;
@@ -54,18 +52,6 @@ fn context(moto: &Moto, emulator: &Emulator, routes: &[(&str, &str)], store: boo
     Context::lambda(config).unwrap()
 }
 
-/// Waits until nothing is left under `payloads/`: callers delete payloads in the background.
-fn payloads_left(moto: &Moto) -> Vec<String> {
-    let started = Instant::now();
-    loop {
-        let left = moto.object_keys(REGION, BUCKET, &format!("{PREFIX}/payloads/"));
-        if left.is_empty() || started.elapsed() > Duration::from_secs(10) {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A 20 MB argument and a 20 MB result, past Lambda's 6 MB limit both ways, travel through the
 /// store and arrive whole; the caller deletes both once the call has ended. Without a store
 /// the same argument is refused before anything is sent.
@@ -96,7 +82,10 @@ async fn payloads_over_the_limit_travel_through_the_store() {
     // One argument and one output were written, and both are gone.
     let written = moto.object_versions(REGION, BUCKET, &format!("{PREFIX}/payloads/"));
     assert_eq!(written.len(), 2, "{written:?}");
-    assert_eq!(payloads_left(&moto), Vec::<String>::new());
+    assert_eq!(
+        moto.keys_left(REGION, BUCKET, &format!("{PREFIX}/payloads/")),
+        Vec::<String>::new()
+    );
 
     let without = context(&moto, &emulator, &routes, false);
     let refused = bounded(without.call(ByteLen { data })).await.unwrap_err();

@@ -3,7 +3,7 @@
 //! each. Against the loopback controller (`ferry_tests::controller`, which enforces the limit
 //! both ways) running ferry's OpenWhisk runtime, with moto's S3 on loopback as the store.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferry::aws::{AwsConfig, Credentials};
 use ferry::store::StoreLocation;
@@ -58,18 +58,6 @@ fn context(controller: &Controller, moto: &Moto, with_store: bool) -> Context {
     Context::openwhisk(config).unwrap()
 }
 
-/// Waits until nothing is left under `payloads/`: callers delete payloads in the background.
-fn payloads_left(moto: &Moto) -> Vec<String> {
-    let started = Instant::now();
-    loop {
-        let left = moto.object_keys(REGION, BUCKET, &format!("{PREFIX}/payloads/"));
-        if left.is_empty() || started.elapsed() > Duration::from_secs(10) {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A 3 MB argument and a 3 MB result, past the 1 MiB limit both ways, travel through the store
 /// and arrive whole; the caller deletes both once the call has ended. Without the caller's store
 /// the argument is refused before sending; an action without a store of its own meets the
@@ -102,7 +90,10 @@ async fn parameters_and_results_over_the_limit_travel_through_the_store() {
 
     let written = moto.object_versions(REGION, BUCKET, &format!("{PREFIX}/payloads/"));
     assert_eq!(written.len(), 2, "one argument and one result: {written:?}");
-    assert_eq!(payloads_left(&moto), Vec::<String>::new());
+    assert_eq!(
+        moto.keys_left(REGION, BUCKET, &format!("{PREFIX}/payloads/")),
+        Vec::<String>::new()
+    );
 
     let sent = controller.invocations();
     let without = context(&controller, &moto, false);
