@@ -13,6 +13,12 @@ pub fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let function: ItemFn = syn::parse2(item)
         .map_err(|e| syn::Error::new(e.span(), "`#[ferry::function]` goes on a free `fn` item"))?;
     check_signature(&function)?;
+    if let (Some(span), Some(_)) = (options.inline, function.sig.asyncness) {
+        return Err(syn::Error::new(
+            span,
+            "`inline` is for sync functions: an `async` body already runs on the runtime's threads",
+        ));
+    }
     let spec = Spec {
         invocation: invocation_ident(&function, &options)?,
         params: collect_params(&function)?,
@@ -198,6 +204,10 @@ impl Spec<'_> {
                 ::ferry::__private::run_async(async move {
                     #into_outcome(#fn_ident(#(#call_args),*).await)
                 })
+            }
+        } else if self.options.inline.is_some() {
+            quote! {
+                ::ferry::__private::run_inline(move || #into_outcome(#fn_ident(#(#call_args),*)))
             }
         } else {
             quote! {

@@ -6,7 +6,11 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Lit, Meta, MetaNameValue, Token};
 
-const KNOWN: &str = "`name`, `memory_mb`, `timeout`, `concurrency`, `invocation`, `idempotent`";
+const KNOWN: &str =
+    "`name`, `memory_mb`, `timeout`, `concurrency`, `invocation`, `idempotent`, `inline`";
+
+/// The options written alone.
+const FLAGS: [&str; 2] = ["idempotent", "inline"];
 
 /// What the user wrote; every field is optional and defaults live in `ferry`.
 #[derive(Default)]
@@ -19,6 +23,8 @@ pub struct FunctionOptions {
     pub invocation: Option<syn::Ident>,
     /// The `idempotent` flag.
     pub idempotent: bool,
+    /// The `inline` flag, and where it was written.
+    pub inline: Option<proc_macro2::Span>,
 }
 
 impl FunctionOptions {
@@ -36,17 +42,25 @@ impl FunctionOptions {
                     }
                     continue;
                 }
-                Meta::NameValue(pair) if pair.path.is_ident("idempotent") => {
+                Meta::Path(path) if path.is_ident("inline") => {
+                    let span = syn::spanned::Spanned::span(&path);
+                    if options.inline.replace(span).is_some() {
+                        return Err(syn::Error::new_spanned(path, "`inline` is given twice"));
+                    }
+                    continue;
+                }
+                Meta::NameValue(pair) if FLAGS.iter().any(|flag| pair.path.is_ident(flag)) => {
+                    let flag = pair.key();
                     return Err(syn::Error::new_spanned(
                         pair,
-                        "`idempotent` is a flag: write `idempotent` alone, or leave it out",
+                        format!("`{flag}` is a flag: write `{flag}` alone, or leave it out"),
                     ));
                 }
                 Meta::NameValue(pair) => pair,
                 other => {
                     return Err(syn::Error::new_spanned(
                         other,
-                        format!("expected `key = value` options or `idempotent` ({KNOWN})"),
+                        format!("expected `key = value` options or a flag ({KNOWN})"),
                     ));
                 }
             };
@@ -137,7 +151,7 @@ impl Parse for OptionList {
             .map_err(|e| {
                 syn::Error::new(
                     e.span(),
-                    format!("expected `key = value` options or `idempotent` ({KNOWN})"),
+                    format!("expected `key = value` options or a flag ({KNOWN})"),
                 )
             })
     }

@@ -97,6 +97,34 @@ pub fn spin_forever() -> u64 {
     }
 }
 
+/// [`spin_forever`] run `inline`, on one of the runtime's own threads.
+#[ferry::function(timeout = "200ms", inline)]
+pub fn spin_forever_inline() -> u64 {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+/// Whether the body runs on a thread that drives the async runtime: one where `block_on`
+/// refuses to start (it panics there; on a blocking-pool thread it runs).
+fn on_a_runtime_thread() -> bool {
+    let handle = tokio::runtime::Handle::current();
+    std::panic::catch_unwind(|| handle.block_on(async {})).is_err()
+}
+
+/// Where an `inline` body runs: `true` on the runtime's own threads.
+#[ferry::function(inline)]
+pub fn runs_on_runtime_inline() -> bool {
+    on_a_runtime_thread()
+}
+
+/// Where a plain sync body runs: `true` on the runtime's own threads.
+#[ferry::function]
+pub fn runs_on_runtime_blocking() -> bool {
+    on_a_runtime_thread()
+}
+
 /// Sleeps `ms` on its thread, holding next to no memory: a bystander.
 #[ferry::function(concurrency = 8, timeout = "20s")]
 pub fn idle(ms: u64) -> u64 {

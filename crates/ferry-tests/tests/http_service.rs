@@ -355,6 +355,43 @@ mod backend {
     use super::Service;
     use super::common::fast_retries;
 
+    /// The local ports of the TCP connections to `port` on loopback this machine has, open or
+    /// closing (`/proc/net/tcp`).
+    fn client_ports_of(port: u16) -> std::collections::BTreeSet<u16> {
+        let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+        let port_of = |address: &str| {
+            let (_, port) = address.split_once(':').unwrap();
+            u16::from_str_radix(port, 16).unwrap()
+        };
+        table
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                (port_of(fields[2]) == port).then(|| port_of(fields[1]))
+            })
+            .collect()
+    }
+
+    /// With keep-alive (the default) calls share one connection; without, each call opens its
+    /// own, as `hey -disable-keepalive` does.
+    #[tokio::test]
+    async fn keep_alive_off_opens_a_connection_per_call() {
+        for (keep_alive, connections) in [(true, 1), (false, 5)] {
+            let service = Service::start(&[]);
+            let port: u16 = service.base.rsplit(':').next().unwrap().parse().unwrap();
+            let ctx = Context::http(HttpConfig::new(&service.base).keep_alive(keep_alive)).unwrap();
+            for a in 0..5 {
+                assert_eq!(ctx.call(Add { a, b: 1 }).await.unwrap(), a + 1);
+            }
+            assert_eq!(
+                client_ports_of(port).len(),
+                connections,
+                "keep-alive {keep_alive}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn throttling_is_retried() {
         // A platform front door that throttles the first two requests.
@@ -420,7 +457,18 @@ mod backend {
 
 #[tokio::test]
 async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exits() {
-    let mut service = Service::start(&[]);
+    stuck_body_retires_the_service("spin_forever").await;
+}
+
+/// An `inline` body that never ends holds one of the runtime's two threads: the other still
+/// times the call out, answers, retires the service and finishes what it holds.
+#[tokio::test]
+async fn a_stuck_inline_body_retires_the_service_which_finishes_its_calls_and_exits() {
+    stuck_body_retires_the_service("spin_forever_inline").await;
+}
+
+async fn stuck_body_retires_the_service(function: &str) {
+    let mut service = Service::start(&[("TOKIO_WORKER_THREADS", "2")]);
     let held = {
         let request = service
             .http
@@ -431,7 +479,7 @@ async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exit
         tokio::spawn(request)
     };
     tokio::time::sleep(Duration::from_millis(20)).await;
-    let (status, kind, error) = service.failure("spin_forever", "").await;
+    let (status, kind, error) = service.failure(function, "").await;
     assert_eq!((status, kind.as_str()), (504, "timeout"), "{error}");
     // The spinning thread cannot be stopped: the service takes no more work and says so.
     match service
@@ -461,6 +509,29 @@ async fn a_stuck_sync_body_retires_the_service_which_finishes_its_calls_and_exit
         Some(2),
         "the platform sees a failed instance"
     );
+}
+
+/// `inline` sync bodies run on the runtime's own threads while another stays free; plain sync
+/// bodies, and inline ones on a runtime of one thread, run on the blocking pool.
+#[tokio::test]
+async fn inline_bodies_run_on_the_runtime_while_another_thread_stays_free() {
+    let two = Service::start(&[("TOKIO_WORKER_THREADS", "2")]);
+    let one = Service::start(&[("TOKIO_WORKER_THREADS", "1")]);
+    for _ in 0..20 {
+        assert_eq!(
+            two.json("runs_on_runtime_inline", "{}").await,
+            (200, "true".to_owned())
+        );
+        assert_eq!(
+            two.json("runs_on_runtime_blocking", "{}").await,
+            (200, "false".to_owned())
+        );
+        assert_eq!(
+            one.json("runs_on_runtime_inline", "{}").await,
+            (200, "false".to_owned()),
+            "with one thread, an inline body that never ended would stop the service"
+        );
+    }
 }
 
 /// A thousand calls of a body that never ends: the first overrun retires the service, the calls

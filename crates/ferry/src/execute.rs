@@ -1,6 +1,8 @@
 //! Running a registered function in this process under its timeout: the inline backend and
 //! every worker (through [`crate::runtime`]) execute through here.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -96,4 +98,92 @@ pub(crate) async fn with_timeout<T: Send + 'static>(
             (Err(Error::timeout(limit)), stuck)
         }
     }
+}
+
+/// Inline bodies running (or spawned to run) now, in every runtime of the process.
+static INLINE_BODIES: AtomicUsize = AtomicUsize::new(0);
+
+/// Inline bodies running now, each with its runtime and when it started, for the watchdog.
+static RUNNING_INLINE: Mutex<Vec<(u64, Instant, tokio::runtime::Handle)>> = Mutex::new(Vec::new());
+
+/// How long an inline body may run before the watchdog makes sure another thread drives the
+/// runtime's timers and I/O.
+const INLINE_WATCH_PERIOD: Duration = Duration::from_millis(25);
+
+/// One inline body's claim on a runtime thread, given back when the body ends.
+///
+/// A runtime thread that parks while another runs a task need not take over the timers and
+/// I/O: tokio wakes it only for new work. So while an inline body runs, a watchdog thread
+/// checks every [`INLINE_WATCH_PERIOD`]; a body running longer gets its runtime a task from
+/// outside, which wakes a parked thread, which then drives the timers: the body's invocation
+/// times out and the instance retires.
+pub(crate) struct InlineTurn {
+    id: u64,
+}
+
+impl InlineTurn {
+    /// A turn, if the current runtime has a thread to spare for one more inline body.
+    pub(crate) fn take() -> Option<Self> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return None;
+        }
+        if !watchdog_started() {
+            return None;
+        }
+        let spare = handle.metrics().num_workers().saturating_sub(1);
+        INLINE_BODIES
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
+                (running < spare).then_some(running + 1)
+            })
+            .ok()?;
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        lock(&RUNNING_INLINE).push((id, Instant::now(), handle));
+        Some(Self { id })
+    }
+}
+
+impl Drop for InlineTurn {
+    fn drop(&mut self) {
+        lock(&RUNNING_INLINE).retain(|(id, ..)| *id != self.id);
+        INLINE_BODIES.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts the watchdog of inline bodies, once; `false` if it could not start, and then no body
+/// runs inline.
+fn watchdog_started() -> bool {
+    static STARTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *STARTED.get_or_init(|| {
+        let watch = move || {
+            loop {
+                std::thread::sleep(INLINE_WATCH_PERIOD);
+                let overdue: Vec<_> = lock(&RUNNING_INLINE)
+                    .iter()
+                    .filter(|(_, started, _)| started.elapsed() >= INLINE_WATCH_PERIOD)
+                    .map(|(.., handle)| handle.clone())
+                    .collect();
+                for handle in overdue {
+                    drop(handle.spawn(async {}));
+                }
+            }
+        };
+        match std::thread::Builder::new()
+            .name("ferry-inline-watch".into())
+            .spawn(watch)
+        {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::warn!(%error, "cannot start the watchdog of inline bodies: they run on the blocking pool");
+                false
+            }
+        }
+    })
 }

@@ -68,6 +68,32 @@ where
     }))
 }
 
+/// Runs the sync body of an `inline` function as a task on the runtime's own threads: no hop to
+/// the blocking pool, which costs two thread wake-ups a call, more than a short body itself.
+///
+/// Only while another of the runtime's threads stays free of inline bodies: one that never
+/// returns then holds a single thread, its invocation still times out on another (see
+/// [`crate::execute::InlineTurn`]), and the instance retires as it does for a stuck blocking
+/// thread. Otherwise (a single-threaded runtime, or every other thread already in an inline
+/// body) the body runs on the blocking pool.
+pub fn run_inline<T, F>(body: F) -> BoxFuture<'static, Result<T>>
+where
+    F: FnOnce() -> Result<T> + Send + 'static,
+    T: Send + 'static,
+{
+    let Some(turn) = crate::execute::InlineTurn::take() else {
+        return run_blocking(body);
+    };
+    let task = tokio::spawn(async move {
+        let _turn = turn;
+        std::panic::catch_unwind(AssertUnwindSafe(body))
+            .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
+    });
+    Box::pin(task.map(|joined| {
+        joined.unwrap_or_else(|e| Err(Error::unavailable(format!("inline task ended: {e}"))))
+    }))
+}
+
 #[diagnostic::on_unimplemented(
     message = "the `#[ferry::function]` parameters must implement `Serialize` and `Deserialize`",
     label = "this parameter type is not a serde type",

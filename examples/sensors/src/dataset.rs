@@ -14,7 +14,8 @@
 //! rest. The same `(rows, seed)` gives the same bytes on every machine: values are whole
 //! hundredths, so they print and parse back exactly.
 
-use std::io;
+use std::cell::RefCell;
+use std::io::{self, Cursor, SeekFrom};
 
 use serde::{Deserialize, Serialize};
 
@@ -369,18 +370,34 @@ pub fn to_csv_line(reading: &Reading) -> String {
 
 /// Parses one header-less CSV record, its fields in [`COLUMNS`]' order.
 pub fn parse_csv_line(line: &str) -> Result<Reading, SchemaError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(line.as_bytes());
-    let mut records = reader.deserialize::<Reading>();
-    let reading = records
-        .next()
-        .ok_or(SchemaError::Empty)?
-        .map_err(SchemaError::Csv)?;
-    if records.next().is_some() {
-        return Err(SchemaError::MoreThanOne);
+    // One reader per thread, rewound for each line: building a reader builds its parser's
+    // state machine and buffer, which cost more than parsing one short line.
+    thread_local! {
+        static LINE_READER: RefCell<csv::Reader<Cursor<Vec<u8>>>> = RefCell::new(
+            csv::ReaderBuilder::new()
+                .has_headers(false)
+                // Each line stands alone: its field count is not compared with the last one's.
+                .flexible(true)
+                .from_reader(Cursor::new(Vec::new())),
+        );
     }
-    Ok(reading)
+    LINE_READER.with_borrow_mut(|reader| {
+        let source = reader.get_mut().get_mut();
+        source.clear();
+        source.extend_from_slice(line.as_bytes());
+        reader
+            .seek_raw(SeekFrom::Start(0), csv::Position::new())
+            .map_err(SchemaError::Csv)?;
+        let mut records = reader.deserialize::<Reading>();
+        let reading = records
+            .next()
+            .ok_or(SchemaError::Empty)?
+            .map_err(SchemaError::Csv)?;
+        if records.next().is_some() {
+            return Err(SchemaError::MoreThanOne);
+        }
+        Ok(reading)
+    })
 }
 
 /// CSV that is not in the observatory's schema.

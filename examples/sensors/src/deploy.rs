@@ -53,7 +53,13 @@ pub struct Process {
 impl Process {
     /// Starts `command` and waits until it writes `announcement` followed by its URL on stderr.
     /// Its later stderr lines are passed on to this process's stderr, prefixed by `what`.
-    pub fn start(mut command: Command, what: &str, announcement: &str) -> Result<Self, StartError> {
+    /// With `cpu`, the process runs on that CPU only.
+    pub fn start(
+        mut command: Command,
+        what: &str,
+        announcement: &str,
+        cpu: Option<usize>,
+    ) -> Result<Self, StartError> {
         let fail = |reason: String| StartError {
             what: what.to_owned(),
             reason,
@@ -66,9 +72,17 @@ impl Process {
         // (The signal follows the death of the thread that forks, so start processes from a
         // thread that lives as long as they should.)
         unsafe {
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // Before exec, so the runtime the program builds sizes itself to one CPU.
+                if let Some(cpu) = cpu {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 Ok(())
             });
@@ -141,7 +155,12 @@ impl Drop for Process {
 }
 
 /// The sensor service as a process of `program` (`program serve`), over the generated dataset.
-pub fn start_sensor_service(program: &Path, rows: usize, seed: u64) -> Result<Process, StartError> {
+pub fn start_sensor_service(
+    program: &Path,
+    rows: usize,
+    seed: u64,
+    cpu: Option<usize>,
+) -> Result<Process, StartError> {
     let mut command = Command::new(program);
     command.args([
         "serve",
@@ -152,7 +171,42 @@ pub fn start_sensor_service(program: &Path, rows: usize, seed: u64) -> Result<Pr
         "--seed",
         &seed.to_string(),
     ]);
-    Process::start(command, "sensor service", LISTENING)
+    Process::start(command, "sensor service", LISTENING, cpu)
+}
+
+/// The CPUs a deployment's processes run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cpus {
+    /// Every process on every CPU this one may use.
+    #[default]
+    Shared,
+    /// Each service on one CPU, the services taking the CPUs in turn: one service per
+    /// 1-vCPU machine, as in Dyninka's evaluation.
+    OneEach,
+}
+
+impl Cpus {
+    /// The CPU of the `index`th process started, if it has one.
+    fn of(self, index: usize) -> Option<usize> {
+        if self == Self::Shared {
+            return None;
+        }
+        let usable = usable_cpus();
+        Some(usable[index % usable.len()])
+    }
+}
+
+/// The CPUs this process may run on (CPU 0 if that cannot be read).
+fn usable_cpus() -> Vec<usize> {
+    // SAFETY: the set is a plain bit mask that sched_getaffinity fills in.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the size is the set's own; 0 means this process.
+    let read = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } == 0;
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
+        .filter(|&cpu| read && unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect();
+    if cpus.is_empty() { vec![0] } else { cpus }
 }
 
 /// How the functions are deployed.
@@ -192,18 +246,22 @@ impl Deployment {
     /// Starts the sensor service over `rows` generated rows from `seed`, then one service per
     /// function, all processes of `program`.
     pub fn start(program: &Path, rows: usize, seed: u64) -> Result<Self, StartError> {
-        Self::start_as(program, rows, seed, Topology::PerFunction)
+        Self::start_as(program, rows, seed, Topology::PerFunction, Cpus::Shared)
     }
 
-    /// Starts the sensor service, then the functions' services as `topology` says.
+    /// Starts the sensor service, then the functions' services as `topology` says, on the CPUs
+    /// `cpus` says.
     pub fn start_as(
         program: &Path,
         rows: usize,
         seed: u64,
         topology: Topology,
+        cpus: Cpus,
     ) -> Result<Self, StartError> {
-        let sensor = start_sensor_service(program, rows, seed)?;
+        let sensor = start_sensor_service(program, rows, seed, cpus.of(0))?;
+        let started = std::cell::Cell::new(1);
         let service = |name: &str, routes: &[(&'static str, String)]| {
+            let cpu = cpus.of(started.replace(started.get() + 1));
             let mut command = Command::new(program);
             command
                 .env("FERRY_ROLE", "http")
@@ -225,7 +283,7 @@ impl Deployment {
                     .env("FERRY_BACKEND", "http")
                     .env("FERRY_HTTP_ROUTES", routes.join(","));
             }
-            Process::start(command, &format!("{name} service"), FERRY_LISTENING)
+            Process::start(command, &format!("{name} service"), FERRY_LISTENING, cpu)
         };
         let mut services: Vec<(&'static str, Process)> = Vec::new();
         let mut routes: Vec<(&'static str, String)> = Vec::new();

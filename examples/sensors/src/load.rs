@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use ferry::{Context, FlowMode};
-use sensors::deploy::{Deployment, Topology, cpu_time};
+use sensors::deploy::{Cpus, Deployment, Topology, cpu_time};
 use sensors::pipeline::{Orchestrate, pipeline};
 use sensors::service::Row;
 use serde::Serialize;
@@ -89,12 +89,37 @@ pub struct LoadArgs {
     pub topology: TopologyArg,
     #[command(flatten)]
     pub data: DataArgs,
+    /// Hold each service to one CPU, the services taking the CPUs in turn (Dyninka's 1-vCPU
+    /// machines); the load generator keeps every CPU.
+    #[arg(long)]
+    one_cpu_per_service: bool,
+    /// Whether the client keeps its connections open between requests; `off` opens one per
+    /// request, as Dyninka's `hey` did.
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    keep_alive: bool,
     /// Also write every measurement to this CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
 }
 
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("expected `on` or `off`, not `{other}`")),
+    }
+}
+
 impl LoadArgs {
+    /// The CPUs the deployment's processes run on.
+    pub fn cpus(&self) -> Cpus {
+        if self.one_cpu_per_service {
+            Cpus::OneEach
+        } else {
+            Cpus::Shared
+        }
+    }
+
     /// Checks what clap cannot.
     pub fn validate(&self) -> Result<(), String> {
         if self.clients.is_empty() || self.clients.contains(&0) {
@@ -138,6 +163,10 @@ pub struct Measurement {
     /// Flows that reached the moving average.
     temperatures: u64,
     topology: &'static str,
+    /// Whether the client kept its connections open between requests.
+    keep_alive: bool,
+    /// Whether each service was held to one CPU.
+    one_cpu_per_service: bool,
     /// CPU time per completed flow, in microseconds: the caller (this load generator), the
     /// sensor service, the functions' services together, and all of them.
     cpu_caller_us: f64,
@@ -199,7 +228,8 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
     for (name, url) in deployment.routes() {
         eprintln!("{name}: {url}");
     }
-    let ctx = Context::http(deployment.http_config()).context("cannot set up the http backend")?;
+    let config = deployment.http_config().keep_alive(args.keep_alive);
+    let ctx = Context::http(config).context("cannot set up the http backend")?;
     let seconds = Duration::from_secs_f64(args.seconds);
     let warm_up = Duration::from_secs_f64(args.warm_up);
     let timeout = Duration::from_secs_f64(args.timeout);
@@ -214,8 +244,10 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
             if !warm_up.is_zero() {
                 measure(&ctx, &processes, mode, clients, warm_up, timeout).await;
             }
-            let (measurement, first_error) =
+            let (mut measurement, first_error) =
                 measure(&ctx, &processes, mode, clients, seconds, timeout).await;
+            measurement.keep_alive = args.keep_alive;
+            measurement.one_cpu_per_service = args.one_cpu_per_service;
             eprintln!(
                 "{:>12} {clients:>3} clients: {:.1} flows/s, mean {:.2} ms, p99 {:.2} ms, {} errors",
                 mode.name(),
@@ -333,6 +365,8 @@ async fn measure(
         error_rate: total.errors as f64 / (flows + total.errors).max(1) as f64,
         temperatures: total.temperatures,
         topology: processes.topology,
+        keep_alive: true,
+        one_cpu_per_service: false,
         cpu_caller_us: cpu(0),
         cpu_sensor_service_us: cpu(1),
         cpu_functions_us: cpu_us.iter().skip(2).sum(),

@@ -171,6 +171,7 @@ fn main() -> ExitCode {
                 args.data.rows,
                 args.data.seed,
                 args.topology.into(),
+                args.cpus(),
             ) {
                 Ok(deployment) => deployment,
                 Err(error) => {

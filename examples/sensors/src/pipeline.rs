@@ -29,19 +29,19 @@ pub async fn read(ctx: Context, row: Row) -> Result<Reading, ReadError> {
 struct ProcessClient(Result<SensorClient, ReadError>);
 
 /// The reading if it is a temperature; `None` ends the flow for any other variable.
-#[ferry::function(concurrency = 256)]
+#[ferry::function(concurrency = 256, inline)]
 pub fn keep_temperature(reading: Reading) -> Option<Reading> {
     (reading.variable == TEMPERATURE).then_some(reading)
 }
 
 /// The reading's value.
-#[ferry::function(concurrency = 256)]
+#[ferry::function(concurrency = 256, inline)]
 pub fn value(reading: Reading) -> f64 {
     reading.value
 }
 
 /// Folds `value` into this instance's running average and returns the average so far.
-#[ferry::function(concurrency = 256)]
+#[ferry::function(concurrency = 256, inline)]
 pub fn moving_average(ctx: &Context, value: f64) -> f64 {
     let placed = ctx.instance(|| PlacedAverage(Mutex::new(RunningAverage::default())));
     let mut average = placed.0.lock().unwrap_or_else(PoisonError::into_inner);

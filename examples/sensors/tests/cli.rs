@@ -102,7 +102,7 @@ fn the_load_test_measures_every_mode_without_errors() {
     assert_eq!(
         lines.next().unwrap(),
         "mode,clients,seconds,flows,errors,flows_per_second,mean_ms,p50_ms,p99_ms,error_rate,temperatures,\
-         topology,cpu_caller_us,cpu_sensor_service_us,cpu_functions_us,cpu_total_us"
+         topology,keep_alive,one_cpu_per_service,cpu_caller_us,cpu_sensor_service_us,cpu_functions_us,cpu_total_us"
     );
     assert_eq!(lines.count(), 6);
     std::fs::remove_dir_all(&directory).unwrap();
@@ -140,6 +140,45 @@ fn one_service_can_serve_every_function() {
     assert!(cpu[0].contains("every function"), "{stdout}");
 }
 
+/// Dyninka's setting: a connection per request, each service on one CPU.
+#[test]
+fn the_load_test_runs_without_keep_alive_on_one_cpu_per_service() {
+    let directory = std::env::temp_dir().join(format!("sensors-one-cpu-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let csv = directory.join("load.csv");
+    let output = sensors(&[
+        "load",
+        "--keep-alive",
+        "off",
+        "--one-cpu-per-service",
+        "--modes",
+        "chained,orchestrated",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.5",
+        "--warm-up",
+        "0",
+        "--rows",
+        "2000",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let stdout = stdout_of(&output);
+    let table: Vec<&str> = stdout.split("\n\n").next().unwrap().lines().collect();
+    let cells: Vec<&str> = table[2]
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!((cells[4], cells[8]), ("0.00%", "0.00%"), "{stdout}");
+    let records = std::fs::read_to_string(&csv).unwrap();
+    for record in records.lines().skip(1) {
+        assert!(record.contains(",per-function,false,true,"), "{record}");
+    }
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
 #[test]
 fn bad_flags_are_refused_with_the_reason() {
     for (args, message) in [
@@ -156,6 +195,10 @@ fn bad_flags_are_refused_with_the_reason() {
             "invalid value 'lambda' for '--backend",
         ),
         (&["--rows", "0"][..], "invalid value '0' for '--rows"),
+        (
+            &["load", "--keep-alive", "maybe"][..],
+            "expected `on` or `off`, not `maybe`",
+        ),
     ] {
         let output = sensors(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

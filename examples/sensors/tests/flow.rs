@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ferry::{Context, ErrorKind, FlowMode, LocalConfig};
 use sensors::dataset::{Reading, generate};
-use sensors::deploy::Deployment;
+use sensors::deploy::{Cpus, Deployment, Topology};
 use sensors::pipeline::{pipeline, stage_names};
 use sensors::service::{self, Row, SENSORS_URL_VAR, SensorData};
 
@@ -171,4 +171,37 @@ async fn failures_name_the_read_stage() {
         "{error}"
     );
     unconfigured.shutdown().await;
+}
+
+/// Held to one CPU each, the services take the CPUs this process may use in turn.
+#[test]
+fn one_cpu_per_service_holds_each_service_to_one_cpu() {
+    let deployment = Deployment::start_as(
+        Path::new(PROGRAM),
+        ROWS,
+        SEED,
+        Topology::PerFunction,
+        Cpus::OneEach,
+    )
+    .expect("deploy");
+    let allowed = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let own = allowed(std::process::id());
+    let processes = deployment.processes();
+    let cpus: Vec<String> = processes.iter().map(|(_, p)| allowed(p.id())).collect();
+    for (cpu, (name, _)) in cpus.iter().zip(&processes) {
+        assert!(cpu.parse::<usize>().is_ok(), "{name} may run on {cpu}");
+    }
+    // Two CPUs or more: the services use more than one.
+    let used: std::collections::BTreeSet<&String> = cpus.iter().collect();
+    if own.contains(['-', ',']) {
+        assert!(used.len() >= 2, "{cpus:?}");
+    }
 }

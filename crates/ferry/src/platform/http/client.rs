@@ -34,6 +34,9 @@ pub struct HttpConfig {
     pub token: Option<String>,
     /// Speak HTTP/2 without TLS (h2c, prior knowledge) instead of HTTP/1.1 (`FERRY_HTTP_H2C=1`).
     pub h2c: bool,
+    /// Keep connections open for the next request (the default); off, each request opens its
+    /// own connection, as a client without keep-alive (`hey -disable-keepalive`) does.
+    pub keep_alive: bool,
     /// Longest wait for one attempt's answer.
     pub request_timeout: Duration,
     /// Longest wait on a peer that has gone silent (`FERRY_HTTP_PEER_TIMEOUT_MS`; default
@@ -60,6 +63,7 @@ impl HttpConfig {
             routes: std::collections::BTreeMap::new(),
             token: None,
             h2c: false,
+            keep_alive: true,
             request_timeout: Duration::from_secs(900),
             peer_timeout: Duration::from_secs(10),
             max_in_flight: 256,
@@ -118,6 +122,13 @@ impl HttpConfig {
         self
     }
 
+    /// Keeps connections open between requests, or opens one per request.
+    #[must_use]
+    pub fn keep_alive(mut self, on: bool) -> Self {
+        self.keep_alive = on;
+        self
+    }
+
     /// Sets the retry policy.
     #[must_use]
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
@@ -164,7 +175,7 @@ impl HttpBackend {
         // unit), from a quarter of it on: a silent peer is given up after about the timeout.
         let probe = Duration::from_secs((config.peer_timeout.as_secs() / 4).max(1));
         let mut builder = reqwest::Client::builder()
-            .pool_max_idle_per_host(256)
+            .pool_max_idle_per_host(if config.keep_alive { 256 } else { 0 })
             .timeout(config.request_timeout)
             .connect_timeout(config.peer_timeout)
             .tcp_keepalive(probe)

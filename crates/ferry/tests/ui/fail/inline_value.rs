@@ -1,0 +1,6 @@
+#[ferry::function(inline = true)]
+fn short(n: u32) -> u32 {
+    n
+}
+
+fn main() {}
