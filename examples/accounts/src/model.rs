@@ -1,5 +1,7 @@
 //! `proto/DataModel.proto` as Rust: prost messages that also serialize to the JSON the service
-//! answers by default (camelCase field names, as the original Swift service).
+//! answers by default: the `.proto`'s lowerCamelCase field names, as the original Swift service,
+//! but ids and the transaction type as numbers and defaults written, where the original's proto3
+//! JSON has strings, enum names and leaves defaults out (README.md; `tests/schema.rs`).
 
 use serde::Serialize;
 
