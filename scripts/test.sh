@@ -126,3 +126,8 @@ export PROPTEST_CASES="${PROPTEST_CASES:-2000}"
 
 echo "== cargo test"
 cargo test --workspace --locked
+
+# The experiments of docs/benchmarks.md at a small size, into target/reproduce/: the harness that
+# regenerates the docs keeps working.
+echo "== scripts/reproduce.sh --quick"
+bash scripts/reproduce.sh --quick

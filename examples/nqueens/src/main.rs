@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use fanout_summary::FanOutSummary;
+use fanout_summary::{FanOutSummary, Timing};
 use ferry::Context;
 
 #[derive(Debug, Parser)]
@@ -29,6 +29,12 @@ struct Args {
     /// Rows each prefix fixes, instead of deriving it from --tasks.
     #[arg(long, conflicts_with = "tasks")]
     depth: Option<u32>,
+    /// Unmeasured runs first (they start the platform's workers), as hyperfine's `--warmup`.
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Measured runs; the time is their median, as hyperfine's `--runs`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -130,19 +136,29 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         (count, start.elapsed().as_secs_f64())
     });
 
-    let start = Instant::now();
-    let solutions: u64 = ctx.map(tasks).await?.into_iter().sum();
-    let seconds = start.elapsed().as_secs_f64();
+    let fan_out = || async {
+        let counts: Vec<u64> = ctx
+            .map(tasks.iter().map(|task| CountQueens {
+                n: task.n,
+                cols: task.cols,
+                left: task.left,
+                right: task.right,
+            }))
+            .await?;
+        Ok::<_, ferry::Error>(counts.into_iter().sum::<u64>())
+    };
+    let (solutions, timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
 
     println!("{}-queens: {solutions} solutions", args.n);
     println!("prefixes of {depth} rows");
     FanOutSummary::new(
         solutions,
         task_count as u64,
-        seconds,
+        timing.median(),
         sequential.map(|(_, s)| s),
         &ctx.stats(),
     )
+    .measured(&timing)
     .print(args.json);
 
     if let Some((sequential_solutions, _)) = sequential {

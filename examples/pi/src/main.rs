@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use fanout_summary::FanOutSummary;
+use fanout_summary::{FanOutSummary, Timing};
 use ferry::Context;
 
 #[derive(Debug, Parser)]
@@ -29,6 +29,12 @@ struct Args {
     /// Total number of random points.
     #[arg(long, default_value_t = 500_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     samples: u64,
+    /// Unmeasured runs first (they start the platform's workers), as hyperfine's `--warmup`.
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Measured runs; the time is their median, as hyperfine's `--runs`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -101,9 +107,11 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         (hits, start.elapsed().as_secs_f64())
     });
 
-    let start = Instant::now();
-    let hits: u64 = ctx.map(tasks).await?.into_iter().sum();
-    let seconds = start.elapsed().as_secs_f64();
+    let fan_out = || async {
+        let hits: Vec<u64> = ctx.map(split(args.samples, args.tasks)).await?;
+        Ok::<_, ferry::Error>(hits.into_iter().sum::<u64>())
+    };
+    let (hits, timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
 
     let estimate = 4.0 * hits as f64 / args.samples as f64;
     let error = (estimate - PI).abs();
@@ -116,10 +124,11 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     FanOutSummary::new(
         estimate,
         args.tasks,
-        seconds,
+        timing.median(),
         sequential.map(|(_, s)| s),
         &ctx.stats(),
     )
+    .measured(&timing)
     .print(args.json);
 
     if let Some((sequential_hits, _)) = sequential {

@@ -38,6 +38,44 @@ pub fn render_tile_by_value(scene: Scene, tile: Tile) -> TileImage {
     render::render_tile(&scene, &bvh, tile)
 }
 
+/// [`render_tile`] with the wall-clock times its body started and ended (Unix nanoseconds: the
+/// host's and the workers' clocks are one on one machine).
+#[ferry::function(timeout = "120s")]
+pub fn render_tile_timed(scene: Shared<Scene>, tile: Tile) -> TimedTile {
+    let started_unix_ns = unix_ns();
+    let bvh = Bvh::build(&scene);
+    let image = render::render_tile(&scene, &bvh, tile);
+    TimedTile {
+        image,
+        started_unix_ns,
+        ended_unix_ns: unix_ns(),
+    }
+}
+
+/// A tile and when its body ran.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct TimedTile {
+    pub image: TileImage,
+    pub started_unix_ns: u64,
+    pub ended_unix_ns: u64,
+}
+
+/// Where one invocation's time went, in seconds: from the host's dispatch to the body's start,
+/// the body, and from the body's end to the host holding the answer.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct TileLatency {
+    pub dispatch_to_start: f64,
+    pub run: f64,
+    pub return_to_host: f64,
+}
+
+fn unix_ns() -> u64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// How the tasks of a distributed render get the scene.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Passing {
@@ -134,6 +172,41 @@ impl Image {
         }
         .with_context(|| format!("rendering {tasks} tiles failed"))?;
         Self::assemble(width, height, &rendered)
+    }
+
+    /// Renders with `tasks` tiles dispatched all at once (as Cppless dispatches), each
+    /// invocation timed from dispatch to start, run and return.
+    pub async fn render_tiles_timed(
+        ctx: &Context,
+        scene: &Scene,
+        width: u32,
+        height: u32,
+        tasks: u32,
+    ) -> anyhow::Result<(Self, Vec<TileLatency>)> {
+        let shared = Shared::new(scene.clone());
+        let calls = Tile::split(width, height, tasks).into_iter().map(|tile| {
+            let call = ctx.call(RenderTileTimed {
+                scene: shared.clone(),
+                tile,
+            });
+            async move {
+                let dispatched = unix_ns();
+                let timed = call.await?;
+                let received = unix_ns();
+                let seconds = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e9;
+                let latency = TileLatency {
+                    dispatch_to_start: seconds(dispatched, timed.started_unix_ns),
+                    run: seconds(timed.started_unix_ns, timed.ended_unix_ns),
+                    return_to_host: seconds(timed.ended_unix_ns, received),
+                };
+                Ok::<_, ferry::Error>((timed.image, latency))
+            }
+        });
+        let done = futures::future::try_join_all(calls)
+            .await
+            .with_context(|| format!("rendering {tasks} tiles failed"))?;
+        let (tiles, latencies): (Vec<TileImage>, Vec<TileLatency>) = done.into_iter().unzip();
+        Ok((Self::assemble(width, height, &tiles)?, latencies))
     }
 
     /// Writes the image as an 8-bit RGB PNG.
