@@ -65,7 +65,7 @@ if ! "$python" -c 'import matplotlib' >/dev/null 2>&1; then
 fi
 
 echo "== building the examples (release)"
-cargo build --release --quiet -p pi -p nqueens -p fib -p floorplan -p raytracer -p knapsack -p sensors
+cargo build --release --locked --quiet -p pi -p nqueens -p fib -p floorplan -p raytracer -p knapsack -p sensors
 bin=target/release
 export FERRY_PROGRESS=never
 
@@ -128,6 +128,15 @@ run_knapsack() {
   while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
   redis-server --port "$port" --save "" --appendonly no --daemonize yes >/dev/null
   trap 'redis-cli -p '"$port"' shutdown nosave >/dev/null 2>&1 || true' EXIT
+  local waited=0
+  until redis-cli -p "$port" ping >/dev/null 2>&1; do
+    waited=$((waited + 1))
+    if [ "$waited" -gt 100 ]; then
+      echo "error: redis-server on port $port did not answer within 10 s" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
   export FERRY_REDIS_URL="redis://127.0.0.1:$port"
   for run in "${runs[@]}"; do
     read -r family items seed <<<"$run"
@@ -151,15 +160,17 @@ run_sensors() {
   $bin/sensors "${common[@]}" --csv "$data/tmp/sensors-keep-alive.csv" >/dev/null
 }
 
+shopt -s nullglob
 for experiment in "${experiments[@]}"; do
   echo "== $experiment"
-  rm -f "$data/tmp/$experiment"*
   experiment_started=$(date +%s)
   "run_${experiment//-/_}"
+  # Only now, all its runs done, do an experiment's files replace the last ones.
+  for file in "$data/tmp/$experiment"*.jsonl "$data/tmp/$experiment"*.csv; do
+    mv -f "$file" "$data/"
+  done
   echo "   $(($(date +%s) - experiment_started)) s"
 done
-# Only now, all of an experiment's runs done, do its files replace the last ones.
-mv -f "$data"/tmp/*.jsonl "$data"/tmp/*.csv "$data"/ 2>/dev/null || true
 rm -rf "$data/tmp"
 
 if [ "$quick" = 1 ]; then

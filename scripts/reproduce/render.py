@@ -26,17 +26,23 @@ LAMBDA_MEMORY_GB = 1769 / 1024
 
 def load(data, name):
     path = data / f"{name}.jsonl"
-    if not path.exists():
-        return None
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = []
+    if path.exists():
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not records:
+        sys.exit(f"error: no records in {path}: run scripts/reproduce.sh {name.split('-')[0]}")
+    return records
 
 
 def load_csv(data, name):
     path = data / f"{name}.csv"
-    if not path.exists():
-        return None
-    with path.open() as file:
-        return list(csv.DictReader(file))
+    rows = []
+    if path.exists():
+        with path.open() as file:
+            rows = list(csv.DictReader(file))
+    if not rows:
+        sys.exit(f"error: no rows in {path}: run scripts/reproduce.sh {name.split('-')[0]}")
+    return rows
 
 
 def table(header, rows):
@@ -52,7 +58,7 @@ def ms(seconds):
 
 
 def spread(runs):
-    return f"{min(runs) * 1e3:.1f}–{max(runs) * 1e3:.1f} ms" if runs else ""
+    return f"{ms(min(runs))} – {ms(max(runs))}" if runs else ""
 
 
 def cost(tasks, seconds, workers):
@@ -114,36 +120,33 @@ def plot_speedup(records, x_of, x_label, title, path, log_x=False):
     plt.close(figure)
 
 
-def render_pi(data, plots):
-    records = load(data, "pi")
-    plot_speedup(records, lambda p: p["tasks"], "tasks", "pi: Monte-Carlo over tasks",
-                 plots / "reproduce-pi.png", log_x=True)
-    samples = records[0]["parameters"]["samples"]
+def render_sweep(data, plots, name, label, x_of, x_label, title, log_x=False, preface=""):
+    records = load(data, name)
+    plot_speedup(records, x_of, x_label, title, plots / f"reproduce-{name}.png", log_x=log_x)
     return (
-        f"{samples:,} samples.\n\n"
-        + table(FAN_OUT_HEADER, fan_out_rows(records, lambda p: f"{p['tasks']} task{'s' if p['tasks'] > 1 else ''}"))
-        + "\n\n![pi speedup over tasks](reproduce-pi.png)"
+        preface
+        + table(FAN_OUT_HEADER, fan_out_rows(records, label))
+        + f"\n\n![{title}: speedup over {x_label}](reproduce-{name}.png)"
+    )
+
+
+def render_pi(data, plots):
+    samples = load(data, "pi")[0]["parameters"]["samples"]
+    return render_sweep(
+        data, plots, "pi", lambda p: f"{p['tasks']} task{'s' if p['tasks'] > 1 else ''}",
+        lambda p: p["tasks"], "tasks", "pi: Monte-Carlo over tasks", log_x=True,
+        preface=f"{samples:,} samples.\n\n",
     )
 
 
 def render_nqueens(data, plots):
-    records = load(data, "nqueens")
-    plot_speedup(records, lambda p: p["n"], "n", "N-Queens, 64+ prefixes",
-                 plots / "reproduce-nqueens.png")
-    return (
-        table(FAN_OUT_HEADER, fan_out_rows(records, lambda p: f"n = {p['n']}"))
-        + "\n\n![N-Queens speedup over n](reproduce-nqueens.png)"
-    )
+    return render_sweep(data, plots, "nqueens", lambda p: f"n = {p['n']}", lambda p: p["n"], "n",
+                        "N-Queens, 64+ prefixes")
 
 
 def render_fib(data, plots):
-    records = load(data, "fib")
-    plot_speedup(records, lambda p: p["n"], "n", "fib: nested invocations",
-                 plots / "reproduce-fib.png")
-    return (
-        table(FAN_OUT_HEADER, fan_out_rows(records, lambda p: f"n = {p['n']}"))
-        + "\n\n![fib speedup over n](reproduce-fib.png)"
-    )
+    return render_sweep(data, plots, "fib", lambda p: f"n = {p['n']}", lambda p: p["n"], "n",
+                        "fib: nested invocations")
 
 
 def render_floorplan(data, plots):
@@ -281,9 +284,11 @@ def main():
 
     document = args.document.read_text()
     markers = set(re.findall(r"<!-- reproduce:([\w-]+) -->", document))
-    missing = markers - set(RENDERERS) - {"run"}
-    if missing:
-        sys.exit(f"error: markers without a renderer: {sorted(missing)}")
+    if markers - {"run"} != set(RENDERERS):
+        sys.exit(
+            f"error: markers without a renderer: {sorted(markers - set(RENDERERS) - {'run'})}; "
+            f"renderers without a marker: {sorted(set(RENDERERS) - markers)}"
+        )
     for name in args.experiments:
         content = RENDERERS[name](args.data, args.plots)
         document = replace_between(document, name, content)

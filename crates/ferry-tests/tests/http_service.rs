@@ -373,22 +373,25 @@ mod backend {
             .collect()
     }
 
-    /// With keep-alive (the default) calls share one connection; without, each call opens its
-    /// own, as `hey -disable-keepalive` does.
+    /// With keep-alive (the default) calls share their connections; without, each call opens
+    /// its own, as `hey -disable-keepalive` does.
     #[tokio::test]
     async fn keep_alive_off_opens_a_connection_per_call() {
-        for (keep_alive, connections) in [(true, 1), (false, 5)] {
+        for keep_alive in [true, false] {
             let service = Service::start(&[]);
             let port: u16 = service.base.rsplit(':').next().unwrap().parse().unwrap();
             let ctx = Context::http(HttpConfig::new(&service.base).keep_alive(keep_alive)).unwrap();
-            for a in 0..5 {
+            for a in 0..10 {
                 assert_eq!(ctx.call(Add { a, b: 1 }).await.unwrap(), a + 1);
             }
-            assert_eq!(
-                client_ports_of(port).len(),
-                connections,
-                "keep-alive {keep_alive}"
-            );
+            // A connection may now and then not be back in the pool in time for the next call;
+            // connections of an earlier service on the same port may still be closing.
+            let connections = client_ports_of(port).len();
+            if keep_alive {
+                assert!(connections <= 3, "{connections} connections for 10 calls");
+            } else {
+                assert!(connections >= 10, "{connections} connections for 10 calls");
+            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! every worker (through [`crate::runtime`]) execute through here.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -110,13 +110,15 @@ static RUNNING_INLINE: Mutex<Vec<(u64, Instant, tokio::runtime::Handle)>> = Mute
 /// runtime's timers and I/O.
 const INLINE_WATCH_PERIOD: Duration = Duration::from_millis(25);
 
-/// One inline body's claim on a runtime thread, given back when the body ends.
+/// One inline body's claim on a runtime thread, given back when the body ends (it is held from
+/// the spawn, while the body's task waits its turn too).
 ///
 /// A runtime thread that parks while another runs a task need not take over the timers and
 /// I/O: tokio wakes it only for new work. So while an inline body runs, a watchdog thread
 /// checks every [`INLINE_WATCH_PERIOD`]; a body running longer gets its runtime a task from
 /// outside, which wakes a parked thread, which then drives the timers: the body's invocation
-/// times out and the instance retires.
+/// times out and the instance retires. A task the body itself wakes waits in the body's
+/// thread's own slot until the body ends, which is why an inline body must not wait on tasks.
 pub(crate) struct InlineTurn {
     id: u64,
 }
@@ -129,9 +131,7 @@ impl InlineTurn {
         if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
             return None;
         }
-        if !watchdog_started() {
-            return None;
-        }
+        let watchdog = watchdog()?;
         let spare = handle.metrics().num_workers().saturating_sub(1);
         INLINE_BODIES
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |running| {
@@ -140,6 +140,9 @@ impl InlineTurn {
             .ok()?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         lock(&RUNNING_INLINE).push((id, Instant::now(), handle));
+        if WATCHDOG_PARKED.swap(false, Ordering::SeqCst) {
+            watchdog.unpark();
+        }
         Some(Self { id })
     }
 }
@@ -157,33 +160,58 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Starts the watchdog of inline bodies, once; `false` if it could not start, and then no body
-/// runs inline.
-fn watchdog_started() -> bool {
-    static STARTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *STARTED.get_or_init(|| {
-        let watch = move || {
-            loop {
-                std::thread::sleep(INLINE_WATCH_PERIOD);
-                let overdue: Vec<_> = lock(&RUNNING_INLINE)
-                    .iter()
-                    .filter(|(_, started, _)| started.elapsed() >= INLINE_WATCH_PERIOD)
-                    .map(|(.., handle)| handle.clone())
-                    .collect();
-                for handle in overdue {
-                    drop(handle.spawn(async {}));
+/// The watchdog's thread, once started; `None` if it could not start, and then no body runs
+/// inline.
+fn watchdog() -> Option<&'static std::thread::Thread> {
+    static WATCHDOG: std::sync::OnceLock<Option<std::thread::Thread>> = std::sync::OnceLock::new();
+    WATCHDOG
+        .get_or_init(|| {
+            match std::thread::Builder::new()
+                .name("ferry-inline-watch".into())
+                .spawn(watch_inline_bodies)
+            {
+                Ok(handle) => Some(handle.thread().clone()),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot start the watchdog of inline bodies: they run on the blocking pool");
+                    None
                 }
             }
+        })
+        .as_ref()
+}
+
+/// Whether the watchdog sleeps until the next inline body (it does after a second without any).
+static WATCHDOG_PARKED: AtomicBool = AtomicBool::new(false);
+
+fn watch_inline_bodies() {
+    let mut idle_periods = 0u32;
+    loop {
+        std::thread::sleep(INLINE_WATCH_PERIOD);
+        let overdue: Vec<_> = {
+            let running = lock(&RUNNING_INLINE);
+            idle_periods = if running.is_empty() {
+                idle_periods + 1
+            } else {
+                0
+            };
+            running
+                .iter()
+                .filter(|(_, started, _)| started.elapsed() >= INLINE_WATCH_PERIOD)
+                .map(|(.., handle)| handle.clone())
+                .collect()
         };
-        match std::thread::Builder::new()
-            .name("ferry-inline-watch".into())
-            .spawn(watch)
-        {
-            Ok(_) => true,
-            Err(error) => {
-                tracing::warn!(%error, "cannot start the watchdog of inline bodies: they run on the blocking pool");
-                false
-            }
+        for handle in overdue {
+            drop(handle.spawn(async {}));
         }
-    })
+        if idle_periods >= 40 {
+            // A body that starts after the flag is set unparks this thread (or finds it awake
+            // when it looks again); one that started before is in the list.
+            WATCHDOG_PARKED.store(true, Ordering::SeqCst);
+            if lock(&RUNNING_INLINE).is_empty() {
+                std::thread::park();
+            }
+            WATCHDOG_PARKED.store(false, Ordering::SeqCst);
+            idle_periods = 0;
+        }
+    }
 }

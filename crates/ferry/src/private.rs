@@ -81,6 +81,12 @@ where
     F: FnOnce() -> Result<T> + Send + 'static,
     T: Send + 'static,
 {
+    // A local worker names the thread of each sync call, to find the call that took its
+    // memory: there the body keeps a thread of its own.
+    #[cfg(feature = "local")]
+    if crate::platform::local::server::current_slot().is_some() {
+        return run_blocking(body);
+    }
     let Some(turn) = crate::execute::InlineTurn::take() else {
         return run_blocking(body);
     };

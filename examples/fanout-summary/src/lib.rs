@@ -108,6 +108,32 @@ impl<T: Serialize> FanOutSummary<T> {
     }
 }
 
+/// The `--warmup` and `--runs` flags of a program that times its fan-out as hyperfine does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+pub struct TimingArgs {
+    /// Unmeasured runs first (they start the platform's workers), as hyperfine's `--warmup`.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u32,
+    /// Measured runs; the time reported is their median, as hyperfine's `--runs`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+}
+
+impl TimingArgs {
+    /// [`Timing::measure`] with these flags.
+    ///
+    /// # Errors
+    ///
+    /// The first error `run` returns.
+    pub async fn measure<T, E, F, Fut>(self, run: F) -> Result<(T, Timing), E>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        Timing::measure(self.warmup, self.runs, run).await
+    }
+}
+
 /// Wall times of repeated runs, measured as hyperfine does: unmeasured warm-up runs first
 /// (they start the platform's workers), then the measured ones.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -14,7 +14,7 @@ use std::convert::Infallible;
 
 use anyhow::ensure;
 use clap::Parser;
-use fanout_summary::{FanOutSummary, Timing};
+use fanout_summary::{FanOutSummary, TimingArgs};
 use ferry::Context;
 
 #[derive(Debug, Parser)]
@@ -26,12 +26,8 @@ struct Args {
     /// Target number of invocations: the cutoff is chosen to come closest to it.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     tasks: u64,
-    /// Unmeasured runs first (they start the platform's workers).
-    #[arg(long, default_value_t = 0)]
-    warmup: u32,
-    /// Measured runs: the time reported is their median.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    #[command(flatten)]
+    timing: TimingArgs,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -114,12 +110,12 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         None
     } else {
         let sequential = || async { Ok::<_, Infallible>(fib_sequential(args.n)) };
-        let (_, timing) = Timing::measure(args.warmup, args.runs, sequential).await?;
+        let (_, timing) = args.timing.measure(sequential).await?;
         Some(timing.median())
     };
 
     let fan_out = || ctx.call(Fib { n: args.n, cutoff });
-    let (value, timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
+    let (value, timing) = args.timing.measure(fan_out).await?;
 
     println!("fib({}) = {value}", args.n);
     println!("cutoff: {cutoff}");

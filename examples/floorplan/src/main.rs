@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, bail, ensure};
 use clap::Parser;
-use fanout_summary::{FanOutSummary, Timing};
+use fanout_summary::{FanOutSummary, TimingArgs};
 use ferry::Context;
 use floorplan::{Floorplan, distributed, prefixes, solve};
 
@@ -35,12 +35,8 @@ struct Args {
     /// [default: twice the backend's workers].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     concurrency: Option<u64>,
-    /// Unmeasured runs first (they start the platform's workers).
-    #[arg(long, default_value_t = 0)]
-    warmup: u32,
-    /// Measured runs: the time reported is their median.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    #[command(flatten)]
+    timing: TimingArgs,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -66,7 +62,7 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         None
     } else {
         let run = || async { Ok::<_, Infallible>(solve(&plan)) };
-        let (explored, timing) = Timing::measure(args.warmup, args.runs, run).await?;
+        let (explored, timing) = args.timing.measure(run).await?;
         Some((explored, timing.median()))
     };
 
@@ -76,7 +72,7 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         let run = distributed(&ctx, &plan, split.prefixes, in_flight).await?;
         Ok::<_, ferry::Error>((run, host_tried))
     };
-    let ((run, host_tried), timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
+    let ((run, host_tried), timing) = args.timing.measure(fan_out).await?;
     let area = run.best.as_ref().map(|best| best.area);
 
     println!(

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use fanout_summary::{FanOutSummary, Timing};
+use fanout_summary::{FanOutSummary, TimingArgs};
 use ferry::Context;
 
 #[derive(Debug, Parser)]
@@ -29,12 +29,8 @@ struct Args {
     /// Rows each prefix fixes, instead of deriving it from --tasks.
     #[arg(long, conflicts_with = "tasks")]
     depth: Option<u32>,
-    /// Unmeasured runs first (they start the platform's workers), as hyperfine's `--warmup`.
-    #[arg(long, default_value_t = 0)]
-    warmup: u32,
-    /// Measured runs; the time is their median, as hyperfine's `--runs`.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    #[command(flatten)]
+    timing: TimingArgs,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -147,7 +143,7 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
             .await?;
         Ok::<_, ferry::Error>(counts.into_iter().sum::<u64>())
     };
-    let (solutions, timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
+    let (solutions, timing) = args.timing.measure(fan_out).await?;
 
     println!("{}-queens: {solutions} solutions", args.n);
     println!("prefixes of {depth} rows");

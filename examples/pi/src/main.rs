@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::ensure;
 use clap::Parser;
-use fanout_summary::{FanOutSummary, Timing};
+use fanout_summary::{FanOutSummary, TimingArgs};
 use ferry::Context;
 
 #[derive(Debug, Parser)]
@@ -29,12 +29,8 @@ struct Args {
     /// Total number of random points.
     #[arg(long, default_value_t = 500_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     samples: u64,
-    /// Unmeasured runs first (they start the platform's workers), as hyperfine's `--warmup`.
-    #[arg(long, default_value_t = 0)]
-    warmup: u32,
-    /// Measured runs; the time is their median, as hyperfine's `--runs`.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    #[command(flatten)]
+    timing: TimingArgs,
     /// Skip the sequential in-process baseline.
     #[arg(long)]
     skip_sequential: bool,
@@ -111,7 +107,7 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
         let hits: Vec<u64> = ctx.map(split(args.samples, args.tasks)).await?;
         Ok::<_, ferry::Error>(hits.into_iter().sum::<u64>())
     };
-    let (hits, timing) = Timing::measure(args.warmup, args.runs, fan_out).await?;
+    let (hits, timing) = args.timing.measure(fan_out).await?;
 
     let estimate = 4.0 * hits as f64 / args.samples as f64;
     let error = (estimate - PI).abs();

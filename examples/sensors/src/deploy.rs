@@ -68,7 +68,20 @@ impl Process {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        // SAFETY: prctl is async-signal-safe, and nothing else runs between fork and exec.
+        // Built here: between fork and exec only async-signal-safe calls may run.
+        let cpu_set = cpu
+            .filter(|&cpu| cpu < libc::CPU_SETSIZE as usize)
+            .map(|cpu| {
+                // SAFETY: a cpu_set_t is a plain bit mask (all zeros is the empty set), and `cpu`
+                // is below CPU_SETSIZE, its size in bits.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    set
+                }
+            });
+        // SAFETY: prctl and sched_setaffinity are async-signal-safe, and nothing else runs between
+        // fork and exec.
         // (The signal follows the death of the thread that forks, so start processes from a
         // thread that lives as long as they should.)
         unsafe {
@@ -77,10 +90,8 @@ impl Process {
                     return Err(std::io::Error::last_os_error());
                 }
                 // Before exec, so the runtime the program builds sizes itself to one CPU.
-                if let Some(cpu) = cpu {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(cpu, &mut set);
-                    if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                if let Some(set) = &cpu_set {
+                    if libc::sched_setaffinity(0, std::mem::size_of_val(set), set) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
@@ -192,21 +203,20 @@ impl Cpus {
             return None;
         }
         let usable = usable_cpus();
-        Some(usable[index % usable.len()])
+        usable.get(index % usable.len().max(1)).copied()
     }
 }
 
-/// The CPUs this process may run on (CPU 0 if that cannot be read).
+/// The CPUs this process may run on (none if that cannot be read: then no process is pinned).
 fn usable_cpus() -> Vec<usize> {
     // SAFETY: the set is a plain bit mask that sched_getaffinity fills in.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: the size is the set's own; 0 means this process.
     let read = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } == 0;
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+    (0..libc::CPU_SETSIZE as usize)
         // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
         .filter(|&cpu| read && unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect();
-    if cpus.is_empty() { vec![0] } else { cpus }
+        .collect()
 }
 
 /// How the functions are deployed.
