@@ -7,7 +7,7 @@
 # Experiments: pi nqueens fib floorplan raytracer knapsack sensors (all, by default).
 # --quick runs each at a small size and writes everything under target/reproduce/ (a copy of
 # docs/benchmarks.md included), leaving docs/ as it is: CI runs it so the harness cannot rot.
-# The full run takes about 45 minutes on the 2-vCPU machine of docs/benchmarks.md. It needs
+# The full run takes about 50 minutes on the 2-vCPU machine of docs/benchmarks.md. It needs
 # redis-server (knapsack's shared bound) and installs matplotlib (the plots) when missing.
 set -euo pipefail
 

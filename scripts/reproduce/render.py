@@ -7,6 +7,7 @@ must have a renderer and every renderer a marker, so neither can be forgotten.
 
 import argparse
 import csv
+import datetime
 import json
 import re
 import statistics
@@ -296,7 +297,7 @@ def main():
     minutes = args.seconds / 60
     document = replace_between(
         document, "run",
-        f"Last {kind}: `scripts/reproduce.sh{' --quick' if args.quick else ''}"
+        f"Last {kind} ({datetime.date.today().isoformat()}): `scripts/reproduce.sh{' --quick' if args.quick else ''}"
         f" {' '.join(args.experiments)}`, {minutes:.1f} minutes.",
     )
     args.document.write_text(document)

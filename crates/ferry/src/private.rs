@@ -73,7 +73,7 @@ where
 ///
 /// Only while another of the runtime's threads stays free of inline bodies: one that never
 /// returns then holds a single thread, its invocation still times out on another (see
-/// [`crate::execute::InlineTurn`]), and the instance retires as it does for a stuck blocking
+/// `InlineTurn` in `execute.rs`), and the instance retires as it does for a stuck blocking
 /// thread. Otherwise (a single-threaded runtime, or every other thread already in an inline
 /// body) the body runs on the blocking pool.
 pub fn run_inline<T, F>(body: F) -> BoxFuture<'static, Result<T>>
