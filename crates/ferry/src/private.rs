@@ -60,12 +60,17 @@ where
     let handle = tokio::task::spawn_blocking(move || {
         #[cfg(feature = "local")]
         crate::platform::local::server::label_thread_for(slot);
-        std::panic::catch_unwind(AssertUnwindSafe(body))
-            .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
+        call_catching_panics(body)
     });
     Box::pin(handle.map(|joined| {
         joined.unwrap_or_else(|e| Err(Error::unavailable(format!("blocking task ended: {e}"))))
     }))
+}
+
+/// Calls a sync body, turning a panic into [`ErrorKind::Panic`].
+fn call_catching_panics<T>(body: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(body))
+        .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
 }
 
 /// Runs the sync body of an `inline` function as a task on the runtime's own threads: no hop to
@@ -92,8 +97,7 @@ where
     };
     let task = tokio::spawn(async move {
         let _turn = turn;
-        std::panic::catch_unwind(AssertUnwindSafe(body))
-            .unwrap_or_else(|payload| Err(Error::panic(crate::error::panic_message(&*payload))))
+        call_catching_panics(body)
     });
     Box::pin(task.map(|joined| {
         joined.unwrap_or_else(|e| Err(Error::unavailable(format!("inline task ended: {e}"))))
