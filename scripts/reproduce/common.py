@@ -21,7 +21,7 @@ def load(data, name):
     if path.exists():
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     if not records:
-        sys.exit(f"error: no records in {path}: run scripts/reproduce.sh {name.split('-')[0]}")
+        sys.exit(f"error: no records in {path}: rerun the experiment that writes it (scripts/reproduce.sh --list)")
     return records
 
 
@@ -32,7 +32,7 @@ def load_csv(data, name):
         with path.open() as file:
             rows = list(csv.DictReader(file))
     if not rows:
-        sys.exit(f"error: no rows in {path}: run scripts/reproduce.sh {name.split('-')[0]}")
+        sys.exit(f"error: no rows in {path}: rerun the experiment that writes it (scripts/reproduce.sh --list)")
     return rows
 
 

@@ -21,6 +21,7 @@ use ferry::HttpConfig;
 
 use crate::pipeline::{orchestrator_name, stage_names};
 use crate::service::{LISTENING, SENSORS_URL_VAR};
+use crate::timing::timed_stage_names;
 
 /// How long a process may take to say where it listens.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -247,7 +248,8 @@ impl Topology {
 pub struct Deployment {
     // Dropped in this order: the services before the sensor service they read from.
     services: Vec<(&'static str, Process)>,
-    /// Each function's route: the stages in flow order, then the orchestrator.
+    /// Each function's route: the stages in flow order (each followed by its timed twin), then
+    /// the orchestrator.
     routes: Vec<(&'static str, String)>,
     sensor: Process,
 }
@@ -299,9 +301,11 @@ impl Deployment {
         let mut routes: Vec<(&'static str, String)> = Vec::new();
         match topology {
             Topology::PerFunction => {
-                // Last stage first: a service is given the routes of the stages after it.
-                for name in stage_names().into_iter().rev() {
+                // Last stage first: a service is given the routes of the stages after it. Each
+                // stage's service serves its timed twin too (`crate::timing`).
+                for (name, timed) in stage_names().into_iter().zip(timed_stage_names()).rev() {
                     let started = service(name, &routes)?;
+                    routes.insert(0, (timed, function_url(&started, timed)));
                     routes.insert(0, (name, function_url(&started, name)));
                     services.insert(0, (name, started));
                 }
@@ -314,6 +318,7 @@ impl Deployment {
                 let started = service("every function", &[])?;
                 routes = stage_names()
                     .into_iter()
+                    .chain(timed_stage_names())
                     .chain([orchestrator_name()])
                     .map(|name| (name, function_url(&started, name)))
                     .collect();

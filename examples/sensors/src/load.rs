@@ -10,6 +10,7 @@ use ferry::{Context, FlowMode};
 use sensors::deploy::{Cpus, Deployment, Topology, cpu_time};
 use sensors::pipeline::{Orchestrate, pipeline};
 use sensors::service::Row;
+use sensors::timing::{FlowTimings, StageStamp, Timed, monotonic_ns, stage_labels, timed_pipeline};
 use serde::Serialize;
 
 use crate::DataArgs;
@@ -35,13 +36,44 @@ impl LoadMode {
         }
     }
 
-    async fn run(self, ctx: &Context, row: Row) -> ferry::Result<Option<f64>> {
-        match self {
-            Self::Chained => pipeline().run(ctx, row).await,
-            Self::Orchestrated => pipeline().mode(FlowMode::Orchestrated).run(ctx, row).await,
-            Self::Orchestrator => ctx.call(Orchestrate { row }).await,
+    /// Runs one flow: whether it reached the moving average, and with `timed` (chained and
+    /// orchestrated only) the timed twin's stage stamps when it did.
+    async fn run(self, ctx: &Context, row: Row, timed: bool) -> ferry::Result<Outcome> {
+        let plain = |output: Option<f64>| Outcome {
+            temperature: output.is_some(),
+            stages: None,
+        };
+        let timed_flow = |output: Option<Timed<f64>>| Outcome {
+            temperature: output.is_some(),
+            stages: output.map(|output| output.stages),
+        };
+        match (self, timed) {
+            (Self::Chained, false) => pipeline().run(ctx, row).await.map(plain),
+            (Self::Orchestrated, false) => pipeline()
+                .mode(FlowMode::Orchestrated)
+                .run(ctx, row)
+                .await
+                .map(plain),
+            (Self::Chained, true) => timed_pipeline()
+                .run(ctx, Timed::new(row))
+                .await
+                .map(timed_flow),
+            (Self::Orchestrated, true) => timed_pipeline()
+                .mode(FlowMode::Orchestrated)
+                .run(ctx, Timed::new(row))
+                .await
+                .map(timed_flow),
+            (Self::Orchestrator, _) => ctx.call(Orchestrate { row }).await.map(plain),
         }
     }
+}
+
+/// What one flow gave.
+struct Outcome {
+    /// It reached the moving average.
+    temperature: bool,
+    /// The timed twin's stamps, when it ran and reached the moving average.
+    stages: Option<Vec<StageStamp>>,
 }
 
 /// How the functions are deployed, as a flag.
@@ -100,6 +132,22 @@ pub struct LoadArgs {
     /// Also write every measurement to this CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Run the timed twin of the flow (chained and orchestrated only: `sensors::timing`) and
+    /// write when each measured flow that reached the moving average was sent, when each stage's
+    /// body started and finished, and when its output came back, to this CSV.
+    #[arg(long, value_name = "CSV")]
+    stage_timings: Option<PathBuf>,
+    /// With --stage-timings, keep one timed flow in this many (each client keeps its 1st,
+    /// N+1th…): every flow is timed alike, fewer are written.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    timings_every: u64,
+    /// Write the flows completed and failed in each --bucket-ms of every measured run to this
+    /// CSV: throughput over time.
+    #[arg(long, value_name = "CSV")]
+    timeline: Option<PathBuf>,
+    /// The width of a --timeline bucket, in milliseconds.
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    bucket_ms: u64,
 }
 
 fn parse_on_off(text: &str) -> Result<bool, String> {
@@ -140,6 +188,15 @@ impl LoadArgs {
         }
         if self.modes.is_empty() {
             return Err("--modes needs one or more of chained, orchestrated, orchestrator".into());
+        }
+        if self.stage_timings.is_some() && self.modes.contains(&LoadMode::Orchestrator) {
+            return Err(
+                "--stage-timings times chained and orchestrated flows: add --modes chained,orchestrated"
+                    .into(),
+            );
+        }
+        if self.timings_every == 0 || self.bucket_ms == 0 {
+            return Err("--timings-every and --bucket-ms must be positive".into());
         }
         Ok(())
     }
@@ -216,6 +273,19 @@ struct Tally {
     errors: u64,
     temperatures: u64,
     first_error: Option<String>,
+    /// When each flow completed, and each error happened, since the run started.
+    completed_at: Vec<Duration>,
+    failed_at: Vec<Duration>,
+    /// The timed flows kept, each with when it was sent since the run started.
+    timings: Vec<(Duration, FlowTimings)>,
+}
+
+/// What a measured run saw over time, beyond its [`Measurement`].
+#[derive(Debug, Default)]
+struct Samples {
+    completed_at: Vec<Duration>,
+    failed_at: Vec<Duration>,
+    timings: Vec<(Duration, FlowTimings)>,
 }
 
 pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
@@ -234,18 +304,28 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
     let warm_up = Duration::from_secs_f64(args.warm_up);
     let timeout = Duration::from_secs_f64(args.timeout);
     let processes = Processes::of(&deployment, args.topology.into());
+    let timed = args.stage_timings.is_some().then_some(args.timings_every);
+    let bucket = Duration::from_millis(args.bucket_ms);
     let mut measurements = Vec::new();
+    let mut timeline = Vec::new();
+    let mut stage_rows = Vec::new();
     for (level, &clients) in args.clients.iter().enumerate() {
         let mut modes = args.modes.clone();
         // No mode always runs on a machine another just warmed (or tired).
         let turn = level % modes.len();
         modes.rotate_left(turn);
         for mode in modes {
+            let run = Run {
+                mode,
+                clients,
+                timeout,
+                timed,
+            };
             if !warm_up.is_zero() {
-                measure(&ctx, &processes, mode, clients, warm_up, timeout).await;
+                measure(&ctx, &processes, run, warm_up).await;
             }
-            let (mut measurement, first_error) =
-                measure(&ctx, &processes, mode, clients, seconds, timeout).await;
+            let (mut measurement, first_error, samples) =
+                measure(&ctx, &processes, run, seconds).await;
             measurement.keep_alive = args.keep_alive;
             measurement.one_cpu_per_service = args.one_cpu_per_service;
             eprintln!(
@@ -259,6 +339,18 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
             if let Some(error) = first_error {
                 eprintln!("  first error: {error}");
             }
+            if args.timeline.is_some() {
+                timeline.extend(timeline_rows(&run, &samples, bucket));
+            }
+            if timed.is_some() {
+                eprintln!("  {}", stage_summary(&samples));
+                stage_rows.extend(samples.timings.into_iter().map(|(sent, timings)| StageRow {
+                    mode: mode.name(),
+                    clients,
+                    sent,
+                    timings,
+                }));
+            }
             measurements.push(measurement);
         }
     }
@@ -266,11 +358,31 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
     println!();
     println!("{}", cpu_table(&processes.names, &measurements));
     if let Some(path) = &args.csv {
-        write_csv(path, &measurements)
+        write_rows(path, &measurements)
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
+    if let Some(path) = &args.stage_timings {
+        write_stage_timings(path, &stage_rows)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.timeline {
+        write_rows(path, &timeline).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
+}
+
+/// What one measured (or warm-up) run does.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    mode: LoadMode,
+    clients: usize,
+    /// How long a client waits for one flow.
+    timeout: Duration,
+    /// Run the timed twin, keeping one timed flow in this many per client.
+    timed: Option<u64>,
 }
 
 /// `clients` clients running one flow after the other in `mode` for `duration`; flows still
@@ -278,11 +390,15 @@ pub async fn run(args: LoadArgs, deployment: Deployment) -> anyhow::Result<()> {
 async fn measure(
     ctx: &Context,
     processes: &Processes,
-    mode: LoadMode,
-    clients: usize,
+    run: Run,
     duration: Duration,
-    timeout: Duration,
-) -> (Measurement, Option<String>) {
+) -> (Measurement, Option<String>, Samples) {
+    let Run {
+        mode,
+        clients,
+        timeout,
+        timed,
+    } = run;
     let cpu_before = processes.cpu_times();
     let started = Instant::now();
     let deadline = started + duration;
@@ -291,20 +407,39 @@ async fn measure(
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let mut tally = Tally::default();
+                let mut timed_flows = 0u64;
                 while Instant::now() < deadline {
                     let sent = Instant::now();
-                    let outcome = tokio::time::timeout(timeout, mode.run(&ctx, Row::Next)).await;
+                    let sent_ns = monotonic_ns();
+                    let outcome =
+                        tokio::time::timeout(timeout, mode.run(&ctx, Row::Next, timed.is_some()))
+                            .await;
+                    let received_ns = monotonic_ns();
                     match outcome {
                         Ok(Ok(output)) => {
                             tally.latencies.push(sent.elapsed());
-                            tally.temperatures += u64::from(output.is_some());
+                            tally.completed_at.push(started.elapsed());
+                            tally.temperatures += u64::from(output.temperature);
+                            if let (Some(stages), Some(every)) = (output.stages, timed) {
+                                if timed_flows % every == 0 {
+                                    let timings = FlowTimings {
+                                        sent_ns,
+                                        stages,
+                                        received_ns,
+                                    };
+                                    tally.timings.push((sent - started, timings));
+                                }
+                                timed_flows += 1;
+                            }
                         }
                         Ok(Err(error)) => {
                             tally.errors += 1;
+                            tally.failed_at.push(started.elapsed());
                             tally.first_error.get_or_insert_with(|| error.to_string());
                         }
                         Err(_) => {
                             tally.errors += 1;
+                            tally.failed_at.push(started.elapsed());
                             tally.first_error.get_or_insert_with(|| {
                                 format!("no answer within {} s", timeout.as_secs_f64())
                             });
@@ -320,6 +455,9 @@ async fn measure(
         match task.await {
             Ok(tally) => {
                 total.latencies.extend(tally.latencies);
+                total.completed_at.extend(tally.completed_at);
+                total.failed_at.extend(tally.failed_at);
+                total.timings.extend(tally.timings);
                 total.errors += tally.errors;
                 total.temperatures += tally.temperatures;
                 if total.first_error.is_none() {
@@ -373,7 +511,140 @@ async fn measure(
         cpu_total_us: cpu_us.iter().sum(),
         cpu_by_service_us: cpu_us.iter().skip(2).copied().collect(),
     };
-    (measurement, total.first_error)
+    let samples = Samples {
+        completed_at: total.completed_at,
+        failed_at: total.failed_at,
+        timings: total.timings,
+    };
+    (measurement, total.first_error, samples)
+}
+
+/// Flows completed and failed in one bucket of a measured run.
+#[derive(Debug, Clone, Serialize)]
+struct TimelineRow {
+    mode: &'static str,
+    clients: usize,
+    /// The bucket's start, in seconds since the run started.
+    second: f64,
+    /// The bucket's width, in seconds.
+    bucket_seconds: f64,
+    flows: u64,
+    errors: u64,
+    flows_per_second: f64,
+}
+
+/// `samples` counted per `bucket`, from the run's start to its last completion.
+fn timeline_rows(run: &Run, samples: &Samples, bucket: Duration) -> Vec<TimelineRow> {
+    let index = |at: &Duration| (at.as_nanos() / bucket.as_nanos().max(1)) as usize;
+    let buckets = samples
+        .completed_at
+        .iter()
+        .chain(&samples.failed_at)
+        .map(index)
+        .max()
+        .map_or(0, |last| last + 1);
+    let mut flows = vec![0u64; buckets];
+    let mut errors = vec![0u64; buckets];
+    for at in &samples.completed_at {
+        flows[index(at)] += 1;
+    }
+    for at in &samples.failed_at {
+        errors[index(at)] += 1;
+    }
+    let width = bucket.as_secs_f64();
+    (0..buckets)
+        .map(|i| TimelineRow {
+            mode: run.mode.name(),
+            clients: run.clients,
+            second: i as f64 * width,
+            bucket_seconds: width,
+            flows: flows[i],
+            errors: errors[i],
+            flows_per_second: flows[i] as f64 / width,
+        })
+        .collect()
+}
+
+/// One timed flow of a measured run.
+struct StageRow {
+    mode: &'static str,
+    clients: usize,
+    /// When it was sent, since the run started.
+    sent: Duration,
+    timings: FlowTimings,
+}
+
+/// `p50 / p99` of every hop and stage body of `samples`' timed flows, in microseconds.
+fn stage_summary(samples: &Samples) -> String {
+    let flows: Vec<&FlowTimings> = samples.timings.iter().map(|(_, t)| t).collect();
+    let quantiles = |mut ns: Vec<u64>| {
+        ns.sort_unstable();
+        let durations: Vec<Duration> = ns.into_iter().map(Duration::from_nanos).collect();
+        let us = |q| nearest_rank(&durations, q).map_or(0.0, |d| d.as_secs_f64() * 1e6);
+        format!("{:.0}/{:.0}", us(0.50), us(0.99))
+    };
+    let labels = stage_labels();
+    let mut parts = vec![format!("{} timed flows, p50/p99 µs:", flows.len())];
+    for (i, label) in labels.iter().enumerate() {
+        let from = if i == 0 { "client" } else { labels[i - 1] };
+        parts.push(format!(
+            "{from}→{label} {}",
+            quantiles(flows.iter().map(|t| t.hops_ns()[i]).collect())
+        ));
+        parts.push(format!(
+            "{label} {}",
+            quantiles(flows.iter().map(|t| t.bodies_ns()[i]).collect())
+        ));
+    }
+    parts.push(format!(
+        "→client {}",
+        quantiles(flows.iter().map(|t| t.hops_ns()[labels.len()]).collect())
+    ));
+    parts.join(" ")
+}
+
+/// The timed flows, one row each: when it was sent (seconds since its run started), then each
+/// stage's start and finish and the output's receipt, in microseconds since it was sent.
+fn write_stage_timings(path: &std::path::Path, rows: &[StageRow]) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_path(path)?;
+    let labels = stage_labels();
+    let mut header = vec![
+        "mode".to_owned(),
+        "clients".into(),
+        "flow".into(),
+        "sent_second".into(),
+    ];
+    for label in labels {
+        header.extend([
+            format!("{label}_started_us"),
+            format!("{label}_finished_us"),
+        ]);
+    }
+    header.push("received_us".into());
+    writer.write_record(&header)?;
+    for (flow, row) in rows.iter().enumerate() {
+        let since_sent =
+            |ns: u64| format!("{:.3}", ns.saturating_sub(row.timings.sent_ns) as f64 / 1e3);
+        let mut record = vec![
+            row.mode.to_owned(),
+            row.clients.to_string(),
+            flow.to_string(),
+            format!("{:.6}", row.sent.as_secs_f64()),
+        ];
+        record.extend(row.timings.instants()[1..].iter().map(|&ns| since_sent(ns)));
+        writer.write_record(&record)?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+fn write_rows<T: Serialize>(path: &std::path::Path, rows: &[T]) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_path(path)?;
+    for row in rows {
+        writer.serialize(row)?;
+    }
+    writer.flush()?;
+    Ok(())
 }
 
 /// The `q` quantile of sorted `values` by nearest rank.
@@ -463,15 +734,6 @@ fn cpu_table(names: &[&str], measurements: &[Measurement]) -> String {
         lines.push(format!("| {} |", cells.join(" | ")));
     }
     lines.join("\n")
-}
-
-fn write_csv(path: &std::path::Path, measurements: &[Measurement]) -> anyhow::Result<()> {
-    let mut writer = csv::Writer::from_path(path)?;
-    for measurement in measurements {
-        writer.serialize(measurement)?;
-    }
-    writer.flush()?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -179,6 +179,67 @@ fn the_load_test_runs_without_keep_alive_on_one_cpu_per_service() {
     std::fs::remove_dir_all(&directory).unwrap();
 }
 
+/// `--stage-timings` and `--timeline`: a row per timed flow whose instants never go back, and
+/// flows per bucket that add up to the table's.
+#[test]
+fn the_load_test_writes_stage_timings_and_a_timeline() {
+    let directory = std::env::temp_dir().join(format!("sensors-stages-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let (timings, timeline) = (
+        directory.join("timings.csv"),
+        directory.join("timeline.csv"),
+    );
+    let output = sensors(&[
+        "load",
+        "--modes",
+        "chained,orchestrated",
+        "--clients",
+        "2",
+        "--seconds",
+        "0.5",
+        "--warm-up",
+        "0",
+        "--rows",
+        "2000",
+        "--stage-timings",
+        timings.to_str().unwrap(),
+        "--timeline",
+        timeline.to_str().unwrap(),
+    ]);
+    stdout_of(&output);
+    let records = std::fs::read_to_string(&timings).unwrap();
+    let mut lines = records.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "mode,clients,flow,sent_second,read_started_us,read_finished_us,\
+         keep_temperature_started_us,keep_temperature_finished_us,value_started_us,\
+         value_finished_us,moving_average_started_us,moving_average_finished_us,received_us"
+    );
+    let mut modes = std::collections::BTreeSet::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        modes.insert(cells[0].to_owned());
+        let instants: Vec<f64> = cells[4..].iter().map(|c| c.parse().unwrap()).collect();
+        assert_eq!(instants.len(), 9, "{line}");
+        assert!(instants.windows(2).all(|w| w[0] <= w[1]), "{line}");
+    }
+    assert_eq!(
+        modes.into_iter().collect::<Vec<_>>(),
+        ["chained", "orchestrated"]
+    );
+    let buckets = std::fs::read_to_string(&timeline).unwrap();
+    let mut lines = buckets.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "mode,clients,second,bucket_seconds,flows,errors,flows_per_second"
+    );
+    let flows: u64 = lines
+        .map(|line| line.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(flows > 0, "{buckets}");
+    std::fs::remove_dir_all(&directory).unwrap();
+}
+
 #[test]
 fn bad_flags_are_refused_with_the_reason() {
     for (args, message) in [
@@ -198,6 +259,10 @@ fn bad_flags_are_refused_with_the_reason() {
         (
             &["load", "--keep-alive", "maybe"][..],
             "expected `on` or `off`, not `maybe`",
+        ),
+        (
+            &["load", "--stage-timings", "t.csv"][..],
+            "--stage-timings times chained and orchestrated flows",
         ),
     ] {
         let output = sensors(args);

@@ -13,6 +13,7 @@ use sensors::dataset::{Reading, generate};
 use sensors::deploy::{Cpus, Deployment, Topology};
 use sensors::pipeline::{pipeline, stage_names};
 use sensors::service::{self, Row, SENSORS_URL_VAR, SensorData};
+use sensors::timing::{FlowTimings, Timed, monotonic_ns, timed_pipeline};
 
 const ROWS: usize = 900;
 const SEED: u64 = 11;
@@ -136,6 +137,50 @@ async fn chained_and_orchestrated_agree_over_one_http_service_per_function() {
     }
     assert_eq!(outputs[0], outputs[1]);
     check_against_dataset(&outputs[0], &readings);
+}
+
+/// The timed twin over one service per function (issue 14): every stage's stamps come back
+/// with the output, in order — the caller sent before `read` started, each stage finished after
+/// it started and before the next one started, and the output came back after the last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stage_timings_come_back_in_order_chained_and_orchestrated() {
+    let readings = generate(ROWS, SEED);
+    let deployment = Deployment::start(Path::new(PROGRAM), ROWS, SEED).expect("deploy");
+    let ctx = Context::http(deployment.http_config()).unwrap();
+    let temperatures: Vec<u64> = (0..ROWS as u64)
+        .filter(|&i| readings[i as usize].variable == "Temperature")
+        .take(5)
+        .collect();
+    for mode in [FlowMode::Chained, FlowMode::Orchestrated] {
+        for &row in &temperatures {
+            let sent_ns = monotonic_ns();
+            let output = bounded(
+                timed_pipeline()
+                    .mode(mode)
+                    .run(&ctx, Timed::new(Row::At(row))),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("row {row} ({mode:?}): {e}"))
+            .expect("a temperature reaches the moving average");
+            let timings = FlowTimings {
+                sent_ns,
+                stages: output.stages,
+                received_ns: monotonic_ns(),
+            };
+            assert_eq!(timings.stages.len(), stage_names().len(), "{mode:?}");
+            assert!(timings.is_ordered(), "{mode:?}: {timings:?}");
+            // Each stage ran in its own process: a hop between two is never free.
+            assert!(
+                timings.hops_ns()[1..4].iter().all(|&ns| ns > 0),
+                "{timings:?}"
+            );
+        }
+        // A flow a stage ends brings no stamps back, only its end.
+        let other = readings.iter().position(|r| r.variable != "Temperature");
+        let other = Row::At(other.unwrap() as u64);
+        let ended = bounded(timed_pipeline().mode(mode).run(&ctx, Timed::new(other))).await;
+        assert_eq!(ended.unwrap(), None, "{mode:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
