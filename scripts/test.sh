@@ -127,6 +127,15 @@ export PROPTEST_CASES="${PROPTEST_CASES:-2000}"
 echo "== cargo test"
 cargo test --workspace --locked
 
+# The accounts experiment loads its service with wrk (a Debian package).
+if ! command -v wrk >/dev/null 2>&1; then
+  echo "== installing wrk"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq wrk >/dev/null
+fi
+
 # The experiments of docs/benchmarks.md at a small size, into target/reproduce/: the harness that
 # regenerates the docs keeps working.
 echo "== scripts/reproduce.sh --quick"

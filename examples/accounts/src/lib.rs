@@ -10,6 +10,7 @@
 //! `application/x-google-protobuf`.
 
 pub mod data;
+pub mod load;
 pub mod model;
 
 use std::sync::Arc;

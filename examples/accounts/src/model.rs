@@ -1,12 +1,13 @@
-//! `proto/DataModel.proto` as Rust: prost messages that also serialize to the JSON the service
-//! answers by default: the `.proto`'s lowerCamelCase field names, as the original Swift service,
-//! but ids and the transaction type as numbers and defaults written, where the original's proto3
-//! JSON has strings, enum names and leaves defaults out (README.md; `tests/schema.rs`).
+//! `proto/DataModel.proto` as Rust: prost messages that also serialize to (and read back) the
+//! JSON the service answers by default: the `.proto`'s lowerCamelCase field names, as the original
+//! Swift service, but ids and the transaction type as numbers and defaults written, where the
+//! original's proto3 JSON has strings, enum names and leaves defaults out (README.md;
+//! `tests/schema.rs`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One transaction of an account.
-#[derive(Clone, PartialEq, prost::Message, Serialize)]
+#[derive(Clone, PartialEq, prost::Message, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Transaction {
     #[prost(uint64, tag = "1")]
@@ -41,7 +42,7 @@ pub enum TransactionType {
 }
 
 /// A bank account with its transactions.
-#[derive(Clone, PartialEq, prost::Message, Serialize)]
+#[derive(Clone, PartialEq, prost::Message, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Account {
     #[prost(uint64, tag = "1")]
@@ -65,7 +66,7 @@ pub struct Account {
 }
 
 /// Every account.
-#[derive(Clone, PartialEq, prost::Message, Serialize)]
+#[derive(Clone, PartialEq, prost::Message, Serialize, Deserialize)]
 pub struct AccountList {
     #[prost(message, repeated, tag = "1")]
     pub accounts: Vec<Account>,
