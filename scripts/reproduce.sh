@@ -16,9 +16,12 @@ cd "$root"
 experiments_dir=scripts/reproduce/experiments
 
 # The order of a full run; an experiment not named here runs after these.
-order=(pi nqueens fib floorplan raytracer knapsack sensors)
+order=(pi nqueens fib floorplan raytracer client-curve knapsack sensors sensors-stages shop-sync
+  accounts hexaville benches)
 all=()
-for name in "${order[@]}"; do all+=("$name"); done
+for name in "${order[@]}"; do
+  if [ -f "$experiments_dir/$name.sh" ]; then all+=("$name"); fi
+done
 for file in "$experiments_dir"/*.sh; do
   name=$(basename "$file" .sh)
   case " ${all[*]} " in *" $name "*) ;; *) all+=("$name") ;; esac

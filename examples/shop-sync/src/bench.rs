@@ -1,6 +1,8 @@
 //! The benchmark, as the thesis's OTBenchmark ran it: for each model count, set up PS and SH,
 //! then for each runner reset SH to the same starting state, sync every model at once (or one
-//! every `--delay-ms`), time it, and check that SH now equals PS.
+//! every `--delay-ms`), time it, and check that SH now equals PS. Unthrottled runs send every
+//! sync at once with at most `--in-flight` in flight (`bounded`), or with no bound at all
+//! (`all-at-once`, as the thesis did), or both (`--dispatch`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +16,8 @@ use shop_sync::stats::LatencyStats;
 use shop_sync::workload::{self, Plan, Workload};
 use tokio::sync::Semaphore;
 
-use crate::report::{self, RunResult, Sample};
+use crate::memory;
+use crate::report::{self, Memory, RunResult, Sample};
 use crate::runner::Runner;
 use crate::{BenchArgs, Listeners};
 
@@ -22,6 +25,25 @@ use crate::{BenchArgs, Listeners};
 const BENCH_CONNECTIONS: usize = 16;
 /// Failures printed per run; the rest are counted.
 const FAILURES_SHOWN: usize = 5;
+
+/// How the syncs of an unthrottled run are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DispatchMode {
+    /// Every sync at once, at most `--in-flight` of them in flight.
+    Bounded,
+    /// Every sync at once, all of them in flight, as the thesis's benchmarker sent them.
+    AllAtOnce,
+}
+
+impl DispatchMode {
+    /// Its name on the command line and in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bounded => "bounded",
+            Self::AllAtOnce => "all-at-once",
+        }
+    }
+}
 
 /// Runs the whole benchmark.
 pub async fn run(args: BenchArgs, listeners: Listeners) -> anyhow::Result<()> {
@@ -60,13 +82,29 @@ pub async fn run(args: BenchArgs, listeners: Listeners) -> anyhow::Result<()> {
     let (unthrottled, throttled) = outcome?;
 
     let kinds = &args.runners;
-    report::write_csv(&args.csv, kinds, &unthrottled)?;
-    eprintln!("wrote {}", args.csv.display());
+    let mut csvs = Vec::new();
+    for mode in &args.dispatch {
+        let (path, title) = match mode {
+            DispatchMode::Bounded => (
+                &args.csv,
+                format!("unthrottled, at most {} in flight", args.in_flight),
+            ),
+            DispatchMode::AllAtOnce => (&args.all_at_once_csv, "unthrottled, all at once".into()),
+        };
+        let results: Vec<RunResult> = unthrottled
+            .iter()
+            .filter(|r| r.dispatch == *mode)
+            .cloned()
+            .collect();
+        report::write_csv(path, kinds, &results)?;
+        eprintln!("wrote {}", path.display());
+        println!("{}", report::table(&title, &results));
+        csvs.push(path);
+    }
     if !throttled.is_empty() {
         report::write_csv(&args.throttled_csv, kinds, &throttled)?;
         eprintln!("wrote {}", args.throttled_csv.display());
     }
-    println!("{}", report::table("unthrottled", &unthrottled));
     if !throttled.is_empty() {
         println!(
             "{}",
@@ -74,7 +112,6 @@ pub async fn run(args: BenchArgs, listeners: Listeners) -> anyhow::Result<()> {
         );
     }
     if let Some(directory) = &args.plots {
-        let mut csvs = vec![&args.csv];
         if !throttled.is_empty() {
             csvs.push(&args.throttled_csv);
         }
@@ -109,16 +146,34 @@ async fn measure_all(
     if args.warm_up > 0 {
         // Connections, worker processes and allocators warm up on a run nobody measures.
         eprintln!("warming up with {} models", args.warm_up);
-        measure(args, servers, runners, args.warm_up, None).await?;
+        let dispatch = args
+            .dispatch
+            .first()
+            .copied()
+            .unwrap_or(DispatchMode::Bounded);
+        measure(args, servers, runners, args.warm_up, dispatch, None).await?;
     }
     let mut unthrottled = Vec::new();
     for &models in &args.models {
-        unthrottled.extend(measure(args, servers, runners, models, None).await?);
+        for &dispatch in &args.dispatch {
+            unthrottled.extend(measure(args, servers, runners, models, dispatch, None).await?);
+        }
     }
+    // Ten syncs a second never fill the bound: throttled runs are sent bounded.
     let mut throttled = Vec::new();
     let delay = Duration::from_millis(args.delay_ms);
     for &models in args.throttled_models.iter().filter(|n| **n > 0) {
-        throttled.extend(measure(args, servers, runners, models, Some(delay)).await?);
+        throttled.extend(
+            measure(
+                args,
+                servers,
+                runners,
+                models,
+                DispatchMode::Bounded,
+                Some(delay),
+            )
+            .await?,
+        );
     }
     Ok((unthrottled, throttled))
 }
@@ -129,6 +184,7 @@ async fn measure(
     servers: &Servers,
     runners: &[Runner],
     models: usize,
+    dispatch: DispatchMode,
     delay: Option<Duration>,
 ) -> anyhow::Result<Vec<RunResult>> {
     let workload = Workload {
@@ -150,11 +206,28 @@ async fn measure(
         // Every runner starts from the same SH: the same products, variants, stocks and ids.
         servers.sh.reset().await?;
         servers.sh.batch_products_and_stocks(&uploads).await?;
-        let run = sync_all(runner, &model_codes, delay, args.in_flight).await;
+        let in_flight = match dispatch {
+            DispatchMode::Bounded => args.in_flight as usize,
+            DispatchMode::AllAtOnce => model_codes.len(),
+        };
+        // The peaks count from here: each process's high-water mark is reset to its RSS now.
+        let bench_process = [std::process::id()];
+        let runner_reset = memory::reset_peaks(&runner.processes());
+        let reset = memory::reset_peaks(&bench_process) && runner_reset;
+        let run = sync_all(runner, &model_codes, delay, in_flight).await;
+        // Read before the check, which is the benchmarker's work, not the runner's; the runner's
+        // processes are listed again, as the local platform may have started a worker meanwhile.
+        let memory = Memory {
+            runner_mib: memory::peak_mib(&runner.processes()).filter(|_| reset),
+            bench_mib: memory::peak_mib(&bench_process).filter(|_| reset),
+        };
         let checked = check::verify(&servers.ps, &servers.sh)
             .await
             .with_context(|| format!("after the {name} runner synced {models} models"))?;
         let mut result = RunResult::new(runner.kind(), models, plan, delay, &run);
+        result.dispatch = dispatch;
+        result.in_flight = in_flight;
+        result.memory = memory;
         if args.latencies.is_some() {
             result.samples = models_on_ps
                 .iter()
@@ -168,15 +241,18 @@ async fn measure(
                 .collect();
         }
         eprintln!(
-            "{models} models (P={}, F={}), {name}: {:.3} s, {} ok, {} failed, {:.1} syncs/s, median {:.1} ms, p99.9 {:.1} ms; SH equals PS ({} products, {} variants)",
+            "{models} models (P={}, F={}), {name}, {}: {:.3} s, {} ok, {} failed, {:.1} syncs/s, median {:.1} ms, p99.9 {:.1} ms, peak RSS {} MiB (benchmarker {} MiB); SH equals PS ({} products, {} variants)",
             plan.partial,
             plan.full,
+            dispatch.name(),
             result.seconds,
             result.successes,
             result.fails,
             result.qps(),
             result.latency.median,
             result.latency.p999,
+            report::mib(result.memory.runner_mib),
+            report::mib(result.memory.bench_mib),
             checked.models,
             checked.items,
         );
@@ -249,8 +325,8 @@ impl Run {
 }
 
 /// Syncs every model concurrently: all at once, or starting one every `delay`; at most
-/// `in_flight` at a time, as a client with that many connections would. A sync's latency
-/// counts from when it is sent.
+/// `in_flight` at a time, as a client with that many connections would (as many as there are
+/// models: every sync in flight at once). A sync's latency counts from when it is sent.
 async fn sync_all(
     runner: &Runner,
     models: &[String],

@@ -2,12 +2,13 @@
 //! worker — the `sync_model` function.
 //!
 //! ```text
-//! cargo run --release -p shop-sync -- bench --models 250,500,1000,2000 --plots docs
+//! cargo run --release -p shop-sync -- bench --models 250,500,1000,2000 --dispatch bounded,all-at-once
 //! cargo run --release -p shop-sync -- serve --ps-listen 127.0.0.1:8081 --sh-listen 127.0.0.1:8082
-//! cargo run --release -p shop-sync -- plot --csv docs/shop-sync.csv --out docs
+//! cargo run --release -p shop-sync -- plot --csv docs/data/shop-sync.csv --out target
 //! ```
 
 mod bench;
+mod memory;
 mod plot;
 mod report;
 mod runner;
@@ -16,10 +17,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use shop_sync::prng::{DEFAULT_X_SEED, DEFAULT_Y_SEED};
 use shop_sync::syncer::{PS_URL_VAR, SH_URL_VAR};
 
+use crate::bench::DispatchMode;
 use crate::runner::RunnerKind;
 
 #[derive(Debug, Parser)]
@@ -52,11 +56,16 @@ pub struct BenchArgs {
     /// thesis's rate limiter: 100 ms caps a run at 10 syncs per second).
     #[arg(long, default_value_t = 100)]
     pub delay_ms: u64,
-    /// Most syncs in flight at once: the benchmarker's connections. Thousands of connections
-    /// opened at once overflow a server's accept queue, and the retried SYNs then add a second
-    /// to the latency of whichever syncs they hit.
-    #[arg(long, default_value_t = 256)]
-    pub in_flight: usize,
+    /// Most syncs in flight at once in `bounded` runs: the benchmarker's connections. Thousands
+    /// of connections opened at once overflow a server's accept queue, and the retried SYNs then
+    /// add a second to the latency of whichever syncs they hit.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    pub in_flight: u32,
+    /// How unthrottled runs send their syncs, each listed mode in turn for every model count:
+    /// `bounded` (at most `--in-flight` at once) or `all-at-once` (every sync in flight at once,
+    /// as the thesis sent them).
+    #[arg(long, value_delimiter = ',', default_value = "bounded")]
+    pub dispatch: Vec<DispatchMode>,
     /// Models of an unmeasured run through every runner first, so that connections and
     /// worker processes are warm; 0 for none.
     #[arg(long, default_value_t = 250)]
@@ -83,11 +92,14 @@ pub struct BenchArgs {
     /// Worker processes of the local platform (default: `FERRY_LOCAL_WORKERS`, else the cores).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Where the unthrottled results go.
-    #[arg(long, default_value = "docs/shop-sync.csv")]
+    /// Where the unthrottled `bounded` results go.
+    #[arg(long, default_value = "docs/data/shop-sync.csv")]
     pub csv: PathBuf,
+    /// Where the unthrottled `all-at-once` results go.
+    #[arg(long, default_value = "docs/data/shop-sync-all-at-once.csv")]
+    pub all_at_once_csv: PathBuf,
     /// Where the throttled results go.
-    #[arg(long, default_value = "docs/shop-sync-throttled.csv")]
+    #[arg(long, default_value = "docs/data/shop-sync-throttled.csv")]
     pub throttled_csv: PathBuf,
     /// Also draw PNG plots of both CSVs into this directory (needs `rsvg-convert`).
     #[arg(long)]
@@ -104,6 +116,30 @@ pub struct BenchArgs {
     /// Address of the mock SH server (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub sh_listen: SocketAddr,
+}
+
+impl BenchArgs {
+    /// What clap cannot check alone: each dispatch mode once, and `--in-flight` only where a
+    /// `bounded` run uses it.
+    fn check(&self, matches: &ArgMatches) -> Result<(), String> {
+        for (index, mode) in self.dispatch.iter().enumerate() {
+            if self.dispatch[..index].contains(mode) {
+                return Err(format!(
+                    "`--dispatch` names `{}` twice: list each of `bounded` and `all-at-once` once",
+                    mode.name()
+                ));
+            }
+        }
+        if matches.value_source("in_flight") == Some(ValueSource::CommandLine)
+            && !self.dispatch.contains(&DispatchMode::Bounded)
+        {
+            return Err(
+                "`--in-flight` bounds `bounded` runs, and `--dispatch` runs none: add `bounded` to `--dispatch` or drop `--in-flight`"
+                    .to_owned(),
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -139,7 +175,17 @@ fn main() -> ExitCode {
     if !matches!(ferry::Role::from_env(), Ok(ferry::Role::Host)) {
         return ferry::run(|_| async {});
     }
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    if let (Command::Bench(args), Some(("bench", bench))) = (&cli.command, matches.subcommand()) {
+        if let Err(message) = args.check(bench) {
+            Cli::command()
+                .find_subcommand_mut("bench")
+                .expect("`bench` is a subcommand")
+                .error(ErrorKind::ArgumentConflict, message)
+                .exit();
+        }
+    }
     match cli.command {
         Command::Bench(args) => {
             let listeners = match bind(args.ps_listen, args.sh_listen) {

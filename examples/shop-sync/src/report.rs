@@ -2,7 +2,10 @@
 //!
 //! The CSV has one row per model count and, metric by metric, one column per runner:
 //! `Models Count,seconds(mono),seconds(serverless-local),…,successes(mono),…,latP99.9(…)`.
-//! Seconds are the run's total; latencies are per model, in milliseconds.
+//! Seconds are the run's total; latencies are per model, in milliseconds. `peakRssMiB` is the
+//! sum of the peak RSS of the runner's processes over the run, `benchPeakRssMiB` the peak RSS
+//! of the benchmarker's process (the mock servers, and for `mono` the monolith too) over the
+//! same run; `nan` where `/proc` could not tell ([`crate::memory`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,7 +15,7 @@ use anyhow::Context as _;
 use shop_sync::stats::LatencyStats;
 use shop_sync::workload::Plan;
 
-use crate::bench::Run;
+use crate::bench::{DispatchMode, Run};
 use crate::runner::RunnerKind;
 
 /// How a metric's cell is written.
@@ -29,7 +32,23 @@ pub const METRICS: &[(&str, Cell)] = &[
     ("latP95", |r| format!("{:.3}", r.latency.p95)),
     ("latP99", |r| format!("{:.3}", r.latency.p99)),
     ("latP99.9", |r| format!("{:.3}", r.latency.p999)),
+    ("peakRssMiB", |r| mib(r.memory.runner_mib)),
+    ("benchPeakRssMiB", |r| mib(r.memory.bench_mib)),
 ];
+
+/// A memory figure in MiB with one decimal, `nan` when unknown.
+pub fn mib(value: Option<f64>) -> String {
+    value.map_or_else(|| "nan".to_owned(), |v| format!("{v:.1}"))
+}
+
+/// Peak resident memory over a run, in MiB.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory {
+    /// The sum over the runner's processes (for `mono`, the benchmarker's process).
+    pub runner_mib: Option<f64>,
+    /// The benchmarker's process, with the mock servers.
+    pub bench_mib: Option<f64>,
+}
 
 /// One runner's run over one model count.
 #[derive(Debug, Clone)]
@@ -42,6 +61,10 @@ pub struct RunResult {
     pub plan: Plan,
     /// Least time between sync starts, if throttled.
     pub delay: Option<Duration>,
+    /// Whether syncs were sent bounded or all at once.
+    pub dispatch: DispatchMode,
+    /// Most syncs in flight at once (all of them, sent all at once).
+    pub in_flight: usize,
     /// Total time.
     pub seconds: f64,
     /// Syncs that succeeded.
@@ -50,6 +73,8 @@ pub struct RunResult {
     pub fails: usize,
     /// Per-model latency.
     pub latency: LatencyStats,
+    /// Peak resident memory over the run.
+    pub memory: Memory,
     /// Each sync, when asked for (`--latencies`).
     pub samples: Vec<Sample>,
 }
@@ -81,10 +106,13 @@ impl RunResult {
             models,
             plan,
             delay,
+            dispatch: DispatchMode::Bounded,
+            in_flight: run.latencies.len(),
             seconds: run.elapsed.as_secs_f64(),
             successes: run.latencies.len().saturating_sub(run.failures.len()),
             fails: run.failures.len(),
             latency: run.latency(),
+            memory: Memory::default(),
             samples: Vec::new(),
         }
     }
@@ -142,12 +170,16 @@ pub fn write_csv(path: &Path, runners: &[RunnerKind], results: &[RunResult]) -> 
 /// A Markdown table, with each serverless runner's throughput as a ratio of the monolith's.
 pub fn table(title: &str, results: &[RunResult]) -> String {
     let mut text = format!(
-        "\n{title}\n\n| models | P / F | runner | seconds | ok | failed | syncs/s | vs mono | median ms | p99 ms | p99.9 ms | p99.9 / median |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "\n{title}\n\n| models | P / F | runner | seconds | ok | failed | syncs/s | vs mono | median ms | p99 ms | p99.9 ms | p99.9 / median | peak RSS MiB | benchmarker MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     );
     for result in results {
         let mono = results
             .iter()
-            .find(|r| r.models == result.models && r.runner == RunnerKind::Mono)
+            .find(|r| {
+                r.models == result.models
+                    && r.dispatch == result.dispatch
+                    && r.runner == RunnerKind::Mono
+            })
             .map(RunResult::qps);
         let ratio = match mono {
             Some(mono) if mono > 0.0 => format!("{:.2}x", result.qps() / mono),
@@ -155,7 +187,7 @@ pub fn table(title: &str, results: &[RunResult]) -> String {
         };
         let _ = writeln!(
             text,
-            "| {} | {} / {} | {} | {:.3} | {} | {} | {:.1} | {ratio} | {:.1} | {:.1} | {:.1} | {:.2} |",
+            "| {} | {} / {} | {} | {:.3} | {} | {} | {:.1} | {ratio} | {:.1} | {:.1} | {:.1} | {:.2} | {} | {} |",
             result.models,
             result.plan.partial,
             result.plan.full,
@@ -168,6 +200,8 @@ pub fn table(title: &str, results: &[RunResult]) -> String {
             result.latency.p99,
             result.latency.p999,
             result.latency.p999 / result.latency.median.max(f64::MIN_POSITIVE),
+            mib(result.memory.runner_mib),
+            mib(result.memory.bench_mib),
         );
     }
     text
@@ -185,6 +219,8 @@ pub fn json(unthrottled: &[RunResult], throttled: &[RunResult]) -> String {
                     "partial": r.plan.partial,
                     "full": r.plan.full,
                     "delay_ms": r.delay.map(|d| d.as_millis() as u64),
+                    "dispatch": r.dispatch.name(),
+                    "in_flight": r.in_flight,
                     "seconds": r.seconds,
                     "successes": r.successes,
                     "fails": r.fails,
@@ -195,6 +231,8 @@ pub fn json(unthrottled: &[RunResult], throttled: &[RunResult]) -> String {
                     "lat_p95_ms": r.latency.p95,
                     "lat_p99_ms": r.latency.p99,
                     "lat_p999_ms": r.latency.p999,
+                    "peak_rss_mib": r.memory.runner_mib,
+                    "bench_peak_rss_mib": r.memory.bench_mib,
                 })
             })
             .collect()
@@ -203,19 +241,20 @@ pub fn json(unthrottled: &[RunResult], throttled: &[RunResult]) -> String {
         .to_string()
 }
 
-/// Every sync of every run as CSV: `delay_ms,models,runner,model,items,latency_ms,ok`.
+/// Every sync of every run as CSV: `delay_ms,dispatch,models,runner,model,items,latency_ms,ok`.
 pub fn write_samples(
     path: &Path,
     unthrottled: &[RunResult],
     throttled: &[RunResult],
 ) -> anyhow::Result<()> {
-    let mut text = String::from("delay_ms,models,runner,model,items,latency_ms,ok\n");
+    let mut text = String::from("delay_ms,dispatch,models,runner,model,items,latency_ms,ok\n");
     for result in unthrottled.iter().chain(throttled) {
         let delay = result.delay.map_or(0, |d| d.as_millis());
         for sample in &result.samples {
             let _ = writeln!(
                 text,
-                "{delay},{},{},{},{},{:.3},{}",
+                "{delay},{},{},{},{},{},{:.3},{}",
+                result.dispatch.name(),
                 result.models,
                 result.runner.column(),
                 sample.model,

@@ -23,6 +23,9 @@ use shop_sync::server::RunningServer;
 use shop_sync::syncer::{PS_URL_VAR, SH_URL_VAR, SyncModel};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+/// `FERRY_ROLE` of the local platform's worker processes.
+const LOCAL_WORKER_ROLE: &str = "local-worker";
+
 /// How long a serving process may take to say where it listens.
 const SERVICE_START_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -74,12 +77,12 @@ enum Dispatch {
     Activation {
         http: reqwest::Client,
         base: String,
-        _service: ServiceProcess,
+        service: ServiceProcess,
     },
     /// `ctx.call(SyncModel { .. })` on a ferry backend.
     Function {
         ctx: Context,
-        _service: Option<ServiceProcess>,
+        service: Option<ServiceProcess>,
     },
 }
 
@@ -111,7 +114,7 @@ impl Runner {
                 }
                 Dispatch::Function {
                     ctx: Context::local(config)?,
-                    _service: None,
+                    service: None,
                 }
             }
             RunnerKind::OpenWhisk => {
@@ -144,14 +147,14 @@ impl Runner {
                 Dispatch::Activation {
                     http,
                     base: service.base.clone(),
-                    _service: service,
+                    service,
                 }
             }
             RunnerKind::Http => {
                 let service = ServiceProcess::start("http").await?;
                 Dispatch::Function {
                     ctx: Context::http(HttpConfig::new(&service.base))?,
-                    _service: Some(service),
+                    service: Some(service),
                 }
             }
         };
@@ -207,6 +210,22 @@ impl Runner {
         }
     }
 
+    /// Its processes now, for [`crate::memory`]: the benchmarker's own for the monolith, the
+    /// local platform's workers, or the service process.
+    pub fn processes(&self) -> Vec<u32> {
+        match &self.dispatch {
+            Dispatch::Route { .. } => vec![std::process::id()],
+            Dispatch::Activation { service, .. } => service.pid().into_iter().collect(),
+            Dispatch::Function {
+                service: Some(service),
+                ..
+            } => service.pid().into_iter().collect(),
+            Dispatch::Function { service: None, .. } => {
+                crate::memory::children_in_role(LOCAL_WORKER_ROLE)
+            }
+        }
+    }
+
     /// Stops its workers or processes.
     pub async fn stop(self) {
         if let Dispatch::Function { ctx, .. } = &self.dispatch {
@@ -225,11 +244,16 @@ fn echo(role: &str, line: &str) {
 /// This binary serving its functions in a ferry serving mode (`http` or `openwhisk`), killed
 /// when dropped (and when this process dies, so an interrupted benchmark leaves nothing running).
 pub struct ServiceProcess {
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
     base: String,
 }
 
 impl ServiceProcess {
+    /// Its process id, while it runs.
+    fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     async fn start(role: &str) -> anyhow::Result<Self> {
         let exe = std::env::current_exe().context("cannot locate this executable")?;
         let mut command = tokio::process::Command::new(exe);
@@ -285,9 +309,6 @@ impl ServiceProcess {
                 echo(&role, &line);
             }
         });
-        Ok(Self {
-            _child: child,
-            base,
-        })
+        Ok(Self { child, base })
     }
 }
