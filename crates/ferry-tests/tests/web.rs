@@ -1,6 +1,6 @@
 //! One axum router served unchanged three ways (issue #3, web apps): a plain HTTP server, behind
-//! Lambda Function URL / HTTP API v2 events (through `cargo lambda watch`), and as an OpenWhisk
-//! web action.
+//! Lambda Function URL / HTTP API v2 events and REST API v1 events (through `cargo lambda
+//! watch`), and as an OpenWhisk web action.
 
 mod common;
 
@@ -107,6 +107,140 @@ async fn behind_lambda_http_api_v2_events() {
 
     let response = invoke(v2_event("GET", "/nowhere", "", None, &[])).await;
     assert_eq!(response["statusCode"], 404);
+}
+
+/// An API Gateway REST API event (payload 1.0): decoded query values, single- and multi-value
+/// maps, and no `version` (an HTTP API configured for 1.0 sends `"1.0"`).
+fn v1_event(method: &str, path: &str, extra: Value) -> Value {
+    let mut event = json!({
+        "resource": "/{proxy+}",
+        "path": path,
+        "httpMethod": method,
+        "headers": null,
+        "multiValueHeaders": null,
+        "queryStringParameters": null,
+        "multiValueQueryStringParameters": null,
+        "pathParameters": {"proxy": path.trim_start_matches('/')},
+        "stageVariables": null,
+        "requestContext": {
+            "resourcePath": "/{proxy+}",
+            "httpMethod": method,
+            "path": format!("/staging{path}"),
+            "stage": "staging",
+            "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": null,
+        "isBase64Encoded": false,
+    });
+    for (name, value) in extra.as_object().unwrap() {
+        event[name] = value.clone();
+    }
+    event
+}
+
+/// Users behind an API Gateway REST API send payload 1.0 events and read payload 1.0 answers:
+/// `multiValueHeaders` for several cookies, the query string rebuilt from decoded values.
+#[tokio::test]
+async fn behind_lambda_rest_api_v1_events() {
+    let emulator = Emulator::start();
+    let _runtime = emulator.bootstrap(WEB, "", &[]);
+    let invoke = |event: Value| {
+        let emulator = &emulator;
+        async move {
+            let (status, error, body) =
+                tokio::time::timeout(Duration::from_secs(30), emulator.invoke(&event))
+                    .await
+                    .unwrap();
+            (
+                status,
+                error,
+                serde_json::from_str::<Value>(&body).unwrap_or(Value::String(body)),
+            )
+        }
+    };
+    // Multi-value parameters, the last of which the route reads, with characters to encode.
+    let (status, _, response) = invoke(v1_event(
+        "GET",
+        "/hello/rest",
+        json!({
+            "queryStringParameters": {"mark": "&=?!", "other": "x y"},
+            "multiValueQueryStringParameters": {"mark": ["first", "&=?!"], "other": ["x y"]},
+            "headers": {"accept": "text/plain", "cookie": "b=2"},
+        }),
+    ))
+    .await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(response["statusCode"], 200, "{response}");
+    assert_eq!(response["body"], "hello rest&=?!");
+    assert_eq!(response["isBase64Encoded"], false);
+    assert!(response.get("cookies").is_none(), "{response}");
+
+    // Several values of one header (two `Cookie` lines) reach the router, and the two
+    // `Set-Cookie` of the answer go to `multiValueHeaders`.
+    let (_, _, response) = invoke(v1_event(
+        "GET",
+        "/cookies",
+        json!({
+            "headers": {"cookie": "b=2", "x-forwarded-proto": "https"},
+            "multiValueHeaders": {"cookie": ["a=1", "b=2"], "x-forwarded-proto": ["https"]},
+        }),
+    ))
+    .await;
+    assert_eq!(response["body"], "a=1; b=2", "{response}");
+    assert_eq!(
+        response["multiValueHeaders"]["set-cookie"],
+        json!(["session=abc", "theme=dark"])
+    );
+    assert!(
+        response["headers"].get("set-cookie").is_none(),
+        "{response}"
+    );
+
+    // A binary body arrives base64'd, with its content type from `headers` alone, and leaves
+    // base64'd.
+    let (_, _, response) = invoke(v1_event(
+        "POST",
+        "/echo",
+        json!({
+            "version": "1.0",
+            "headers": {"content-type": "application/octet-stream"},
+            "body": "AJ+Slg==",
+            "isBase64Encoded": true,
+        }),
+    ))
+    .await;
+    assert_eq!(
+        (
+            response["body"].as_str(),
+            response["isBase64Encoded"].as_bool(),
+            response["headers"]["content-type"].as_str()
+        ),
+        (
+            Some("AJ+Slg=="),
+            Some(true),
+            Some("application/octet-stream")
+        ),
+        "{response}"
+    );
+
+    let (_, _, response) = invoke(v1_event("GET", "/nowhere", json!({}))).await;
+    assert_eq!(response["statusCode"], 404);
+
+    // Neither a 2.0 event nor a 1.0 one: a bad-input error that says what was expected.
+    let (status, _, response) = invoke(json!({"version": "3.0", "rawPath": "/"})).await;
+    assert_eq!(
+        response["errorType"], "ferry.BadInput",
+        "{status} {response}"
+    );
+    let message = response["errorMessage"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("httpMethod") && message.contains("2.0"),
+        "{message}"
+    );
+    // The runtime goes on serving.
+    let (_, _, response) = invoke(v1_event("GET", "/hello/again", json!({}))).await;
+    assert_eq!(response["body"], "hello again");
 }
 
 /// `ferry deploy` runs a web program's binary as its web app (`_HANDLER=web`) and as each of its

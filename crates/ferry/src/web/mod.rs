@@ -1,5 +1,6 @@
 //! Web apps: an [`axum::Router`] served unchanged as a plain HTTP server, behind AWS Lambda
-//! Function URL / API Gateway HTTP API (payload 2.0) events, or as an OpenWhisk web action.
+//! Function URL / API Gateway events (HTTP API payload 2.0, REST API payload 1.0), or as an
+//! OpenWhisk web action.
 //!
 //! ```no_run
 //! use axum::routing::get;
@@ -22,9 +23,12 @@
 //! `FERRY_ROLE=http` (a Knative Service) it serves its functions when `FERRY_FUNCTION` is set,
 //! and the router otherwise.
 //!
-//! - **Lambda**: `rawPath`, `rawQueryString`, `headers`, `cookies[]` and the (base64 when
-//!   `isBase64Encoded`) `body` become the request; the response becomes `{statusCode, headers,
-//!   cookies[], body, isBase64Encoded}`, with binary bodies base64'd.
+//! - **Lambda**, payload 2.0: `rawPath`, `rawQueryString`, `headers`, `cookies[]` and the (base64
+//!   when `isBase64Encoded`) `body` become the request; the response becomes `{statusCode,
+//!   headers, cookies[], body, isBase64Encoded}`, with binary bodies base64'd. Payload 1.0 (an
+//!   event with `httpMethod` and no `"version": "2.0"`): `path`, the query and header maps (the
+//!   multi-value ones first) and `body`; the response puts repeated headers and every
+//!   `Set-Cookie` in `multiValueHeaders`.
 //! - **OpenWhisk** (a raw web action, `raw-http`): `__ow_method`, `__ow_path`, `__ow_query`,
 //!   `__ow_headers` and `__ow_body` become the request, the body decoded from base64 when the
 //!   controller encodes it (binary content types and `application/json`); the response becomes
