@@ -144,27 +144,9 @@ fn multi_values(multi: &Value, single: &Value) -> Vec<(String, String)> {
 }
 
 fn query_string(multi: &Value, single: &Value) -> String {
-    let mut query = String::new();
-    for (name, value) in multi_values(multi, single) {
-        if !query.is_empty() {
-            query.push('&');
-        }
-        percent_encode(&name, &mut query);
-        query.push('=');
-        percent_encode(&value, &mut query);
-    }
-    query
-}
-
-/// Percent-encodes all but RFC 3986's unreserved characters.
-fn percent_encode(text: &str, out: &mut String) {
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(multi_values(multi, single))
+        .finish()
 }
 
 fn body(event: &Value) -> Result<Vec<u8>, String> {
@@ -236,7 +218,8 @@ mod tests {
         });
         let (format, request) = lambda_request(event.to_string().as_bytes()).unwrap();
         assert_eq!(format, Format::V1);
-        assert_eq!(request.uri(), "/p?q=a%20b&q=%26%3D%C3%BC&x=1");
+        // Form encoding, as a browser sends a query: a space is `+`.
+        assert_eq!(request.uri(), "/p?q=a+b&q=%26%3D%C3%BC&x=1");
     }
 
     #[test]
