@@ -4,27 +4,35 @@
 //! ```text
 //! cargo bench -p ferry-tests --bench fan_out_memory
 //! cargo bench -p ferry-tests --bench fan_out_memory -- --tasks 100000 --backends inline
+//! cargo bench -p ferry-tests --bench fan_out_memory -- --quick   # 100,000 tasks
 //! ```
+//!
+//! The report is printed and written to `target/ferry-bench/fan_out_memory.md`, or
+//! `FERRY_BENCH_OUT` (benches/report/mod.rs).
 //!
 //! Each backend runs in a child process of its own, so each peak (`VmHWM` in `/proc/self/status`)
 //! is that backend's alone. The row also gives the resident set just before the map (runtime,
 //! context and, for `local`, the host side of the platform) and the wall time of the map. Worker
 //! processes' memory is not counted: this measures what the host holds.
 
+use std::fmt::Write as _;
 use std::process::Command;
 use std::time::Instant;
 
 use ferry::{BackendKind, Context, DEFAULT_FAN_OUT, LocalConfig};
 use ferry_tests::Discard;
 
+mod report;
+
 const TASKS: usize = 1_000_000;
+const QUICK_TASKS: usize = 100_000;
 const ARGUMENT_BYTES: usize = 1024;
 
 fn main() {
-    let mut tasks = TASKS;
+    let mut tasks = if report::quick() { QUICK_TASKS } else { TASKS };
     let mut backends = vec![BackendKind::Inline, BackendKind::Local];
     let mut child: Option<BackendKind> = None;
-    // `cargo bench` passes `--bench`; other unknown words are ignored.
+    // `cargo bench` passes `--bench`; other unknown words are ignored (`--quick` read above).
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -51,14 +59,12 @@ fn main() {
         println!("{}", measure(kind, tasks));
         return;
     }
-    println!(
-        "\n`ctx.map` of {tasks} tasks, {ARGUMENT_BYTES} B argument each, {DEFAULT_FAN_OUT} in \
-         flight (the default)\n"
+    let mut report = format!(
+        "`ctx.map` of {tasks} tasks, {ARGUMENT_BYTES} B argument each, {DEFAULT_FAN_OUT} in \
+         flight (the default)\n\n\
+         | backend | tasks | wall time | tasks/s | host RSS before the map | peak host RSS (VmHWM) |\n\
+         |---|---|---|---|---|---|\n"
     );
-    println!(
-        "| backend | tasks | wall time | tasks/s | host RSS before the map | peak host RSS (VmHWM) |"
-    );
-    println!("|---|---|---|---|---|---|");
     for kind in backends {
         let output = Command::new(std::env::current_exe().expect("this executable"))
             .args(["--tasks", &tasks.to_string(), "--child", &kind.to_string()])
@@ -70,8 +76,11 @@ fn main() {
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
-        print!("{}", String::from_utf8_lossy(&output.stdout));
+        let row = String::from_utf8_lossy(&output.stdout);
+        eprint!("{row}");
+        let _ = write!(report, "{row}");
     }
+    report::write("fan_out_memory", &report);
 }
 
 /// Runs the fan-out on `kind` in this process and returns its table row.

@@ -1,8 +1,9 @@
 //! No-op invocation round trip and throughput, `inline` vs `local`.
 //!
 //! `cargo bench -p ferry-tests --bench invoke` prints a Markdown table (also written to
-//! `target/ferry-bench/invoke.md`). Numbers are from one run on one machine: compare the
-//! backends and the in-flight levels with each other, not with other machines.
+//! `target/ferry-bench/invoke.md`, or `FERRY_BENCH_OUT`: benches/report/mod.rs). Numbers are from
+//! one run on one machine: compare the backends and the in-flight levels with each other, not
+//! with other machines. `-- --quick`: 2,000 round trips, levels of 0.2 s.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -10,13 +11,37 @@ use std::time::{Duration, Instant};
 use ferry::{BackendKind, Context, LocalConfig};
 use ferry_tests::Noop;
 
-const LATENCY_CALLS: usize = 20_000;
+mod report;
+
 const IN_FLIGHT: &[usize] = &[1, 4, 16, 64, 256, 1024, 2048];
-/// Each throughput level runs at least this long (and at least 20,000 invocations).
-const LEVEL_TIME: Duration = Duration::from_millis(1500);
+
+/// The bench's size: full, or `--quick`.
+#[derive(Clone, Copy)]
+struct Size {
+    warm_up: usize,
+    latency_calls: usize,
+    /// Each throughput level runs at least this long and this many invocations.
+    level_time: Duration,
+    level_calls: usize,
+}
+
+const FULL: Size = Size {
+    warm_up: 2_000,
+    latency_calls: 20_000,
+    level_time: Duration::from_millis(1500),
+    level_calls: 20_000,
+};
+
+const QUICK: Size = Size {
+    warm_up: 200,
+    latency_calls: 2_000,
+    level_time: Duration::from_millis(200),
+    level_calls: 2_000,
+};
 
 fn main() {
-    // `cargo bench` passes `--bench`; anything else (e.g. a filter) is ignored.
+    // `cargo bench` passes `--bench`; anything else but `--quick` (e.g. a filter) is ignored.
+    let size = if report::quick() { QUICK } else { FULL };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -39,17 +64,14 @@ fn main() {
     for kind in [BackendKind::Inline, BackendKind::Local] {
         // Host code runs as a task on the runtime, as `ferry::run` runs `main`.
         let row = runtime
-            .block_on(async move { tokio::spawn(measure(kind)).await })
+            .block_on(async move { tokio::spawn(measure(kind, size)).await })
             .expect("measurement task");
         let _ = writeln!(report, "{row}");
     }
-    println!("\n{report}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("invoke.md"), &report);
+    report::write("invoke", &report);
 }
 
-async fn measure(kind: BackendKind) -> String {
+async fn measure(kind: BackendKind, size: Size) -> String {
     let ctx = match kind {
         BackendKind::Local => {
             Context::local(LocalConfig::default().worker_exe(env!("CARGO_BIN_EXE_ferry-fixture")))
@@ -58,11 +80,11 @@ async fn measure(kind: BackendKind) -> String {
     }
     .expect("backend");
 
-    for _ in 0..2_000 {
+    for _ in 0..size.warm_up {
         ctx.call(Noop {}).await.expect("warm-up");
     }
-    let mut samples = Vec::with_capacity(LATENCY_CALLS);
-    for _ in 0..LATENCY_CALLS {
+    let mut samples = Vec::with_capacity(size.latency_calls);
+    for _ in 0..size.latency_calls {
         let started = Instant::now();
         ctx.call(Noop {}).await.expect("noop");
         samples.push(started.elapsed());
@@ -77,7 +99,7 @@ async fn measure(kind: BackendKind) -> String {
     for &in_flight in IN_FLIGHT {
         let mut done = 0usize;
         let started = Instant::now();
-        while done < 20_000 || started.elapsed() < LEVEL_TIME {
+        while done < size.level_calls || started.elapsed() < size.level_time {
             let batch = (in_flight * 16).max(4_096);
             let outputs = ctx
                 .map(std::iter::repeat_with(|| Noop {}).take(batch))

@@ -6,7 +6,8 @@
 //!   (in this process) that answers each `/next` with an empty `/response`.
 //!
 //! `cargo bench -p ferry-tests --bench lambda` prints a Markdown table (also written to
-//! `target/ferry-bench/lambda.md`).
+//! `target/ferry-bench/lambda.md`, or `FERRY_BENCH_OUT`: benches/report/mod.rs). `-- --quick`:
+//! 500 invocations per loop instead of 5,000.
 
 use std::fmt::Write as _;
 use std::process::{Command, Stdio};
@@ -18,7 +19,12 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-const INVOCATIONS: u32 = 5_000;
+mod report;
+
+/// Sequential invocations measured per loop: 5,000, or 500 with `--quick`.
+fn invocations() -> u32 {
+    if report::quick() { 500 } else { 5_000 }
+}
 
 /// A Runtime API: events are handed out on `/next`, answers reported on `answers`.
 struct Api {
@@ -108,12 +114,13 @@ async fn sequential(harness: &mut Harness) -> f64 {
         harness.events.send((id, b"{}".to_vec())).await.unwrap();
         harness.answers.recv().await.unwrap();
     }
+    let invocations = invocations();
     let started = Instant::now();
-    for id in 1_000..1_000 + u64::from(INVOCATIONS) {
+    for id in 1_000..1_000 + u64::from(invocations) {
         harness.events.send((id, b"{}".to_vec())).await.unwrap();
         assert_eq!(harness.answers.recv().await.unwrap(), id);
     }
-    started.elapsed().as_secs_f64() * 1e6 / f64::from(INVOCATIONS)
+    started.elapsed().as_secs_f64() * 1e6 / f64::from(invocations)
 }
 
 async fn ferry_runtime() -> (f64, f64) {
@@ -186,7 +193,8 @@ async fn measure() -> String {
     let mut report = String::from("| measurement | value |\n|---|---|\n");
     let _ = writeln!(
         report,
-        "| bootstrap ready (spawn to first `/next`), median of 3 | {ready:.1} ms |"
+        "| bootstrap ready (spawn to first `/next`), median of 3 | {ready:.1} ms (target ≤ 20 ms: {}) |",
+        met(ready <= 20.0)
     );
     let _ = writeln!(
         report,
@@ -198,10 +206,15 @@ async fn measure() -> String {
     );
     let _ = writeln!(
         report,
-        "| ferry's cost per invocation | {:.1} µs |",
-        ferry - bare
+        "| ferry's cost per invocation | {:.1} µs (target ≤ 100 µs: {}) |",
+        ferry - bare,
+        met(ferry - bare <= 100.0)
     );
     report
+}
+
+fn met(met: bool) -> &'static str {
+    if met { "met" } else { "not met" }
 }
 
 fn main() {
@@ -213,8 +226,5 @@ fn main() {
     let report = runtime
         .block_on(async { tokio::spawn(measure()).await })
         .expect("measurement");
-    println!("\n{report}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("lambda.md"), &report);
+    report::write("lambda", &report);
 }

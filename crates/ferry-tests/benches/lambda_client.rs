@@ -6,7 +6,8 @@
 //! separate processes sharing the machine's cores.
 //!
 //! `cargo bench -p ferry-tests --bench lambda_client` prints a Markdown table (also written to
-//! `target/ferry-bench/lambda_client.md`).
+//! `target/ferry-bench/lambda_client.md`, or `FERRY_BENCH_OUT`: benches/report/mod.rs): the best
+//! of 3 rounds of 100,000 invocations, or with `-- --quick` of 1 round of 10,000.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -17,9 +18,9 @@ use ferry::aws::{AwsConfig, Credentials};
 use ferry::{Context, LambdaConfig, LambdaHttp};
 use ferry_tests::Noop;
 
+mod report;
+
 const IN_FLIGHT: usize = 1_000;
-const INVOCATIONS: usize = 100_000;
-const ROUNDS: usize = 3;
 
 async fn serve_endpoint() {
     let app = axum::Router::new().route(
@@ -31,7 +32,12 @@ async fn serve_endpoint() {
     axum::serve(listener, app).await.unwrap();
 }
 
-async fn measure(endpoint: &str, http: LambdaHttp, connections: usize) -> f64 {
+async fn measure(
+    endpoint: &str,
+    http: LambdaHttp,
+    connections: usize,
+    (rounds, invocations): (usize, usize),
+) -> f64 {
     let aws = AwsConfig::new(
         "eu-west-1",
         Credentials::new("AKIDFERRYBENCH", "ferry-bench-secret", None),
@@ -45,15 +51,15 @@ async fn measure(endpoint: &str, http: LambdaHttp, connections: usize) -> f64 {
         .await
         .unwrap();
     let mut best = 0f64;
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         let started = Instant::now();
         let outputs = ctx
-            .map((0..INVOCATIONS).map(|_| Noop {}))
+            .map((0..invocations).map(|_| Noop {}))
             .concurrency(IN_FLIGHT)
             .await
             .unwrap();
-        assert_eq!(outputs.len(), INVOCATIONS);
-        best = best.max(INVOCATIONS as f64 / started.elapsed().as_secs_f64());
+        assert_eq!(outputs.len(), invocations);
+        best = best.max(invocations as f64 / started.elapsed().as_secs_f64());
     }
     best
 }
@@ -76,8 +82,13 @@ fn main() {
     let endpoint = format!("http://{}", address.trim());
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (rounds, invocations) = if report::quick() {
+        (1, 10_000)
+    } else {
+        (3, 100_000)
+    };
     let mut report = format!(
-        "| client | invocations/s, {IN_FLIGHT} in flight (best of {ROUNDS} × {INVOCATIONS}) |\n|---|---|\n"
+        "| client | invocations/s, {IN_FLIGHT} in flight (best of {rounds} × {invocations}) |\n|---|---|\n"
     );
     for (label, http, connections) in [
         ("HTTP/2 (h2c), 16 connections", LambdaHttp::H2c, 16),
@@ -87,7 +98,10 @@ fn main() {
         let endpoint = endpoint.clone();
         let rate = runtime
             .block_on(async move {
-                tokio::spawn(async move { measure(&endpoint, http, connections).await }).await
+                tokio::spawn(async move {
+                    measure(&endpoint, http, connections, (rounds, invocations)).await
+                })
+                .await
             })
             .expect("measurement");
         println!("{label}: {rate:.0}/s");
@@ -96,8 +110,5 @@ fn main() {
     }
     let _ = server.kill();
     let _ = server.wait();
-    println!("\n{report}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("lambda_client.md"), &report);
+    report::write("lambda_client", &report);
 }

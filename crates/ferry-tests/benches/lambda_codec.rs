@@ -6,7 +6,8 @@
 //! after 5 warm-up calls, the two codecs alternated call by call.
 //!
 //! `cargo bench -p ferry-tests --bench lambda_codec` prints a Markdown table (also written to
-//! `target/ferry-bench/lambda_codec.md`).
+//! `target/ferry-bench/lambda_codec.md`, or `FERRY_BENCH_OUT`: benches/report/mod.rs).
+//! `-- --quick`: 10 calls after 2 warm-up calls per size.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -15,13 +16,12 @@ use ferry::aws::{AwsConfig, Credentials};
 use ferry::{Codec, Context, LambdaCodec, LambdaConfig};
 use ferry_tests::ByteLen;
 
-const WARM_UP: usize = 5;
-const CALLS: usize = 30;
 const SIZES: [usize; 3] = [1 << 10, 64 << 10, 1 << 20];
 
 // The tests' emulator and bootstrap, which start and stop `cargo lambda watch` and the fixture.
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod report;
 
 fn context(port: u16, codec: LambdaCodec) -> Context {
     let aws = AwsConfig::new(
@@ -58,6 +58,7 @@ async fn main() {
     let _bootstrap = emulator.bootstrap(env!("CARGO_BIN_EXE_ferry-fixture"), "byte_len", &[]);
     let json = context(port, LambdaCodec::Json);
     let binary = context(port, LambdaCodec::BinaryInJson);
+    let (warm_up, calls) = if report::quick() { (2, 10) } else { (5, 30) };
     let mut table = String::from(
         "| argument | JSON event | binary-in-JSON event | encode JSON | encode binary-in-JSON | round trip JSON | round trip binary-in-JSON | ratio |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|\n",
@@ -69,12 +70,12 @@ async fn main() {
         // `{"__ferry_binary":` + the base64 string + `}`
         let binary_bytes = Codec::BinaryInJson.encode(&args).unwrap().len() + 19;
         let mut samples = (Vec::new(), Vec::new());
-        for call in 0..WARM_UP + CALLS {
+        for call in 0..warm_up + calls {
             for (ctx, into) in [(&json, &mut samples.0), (&binary, &mut samples.1)] {
                 let started = Instant::now();
                 let answered = ctx.call(ByteLen { data: data.clone() }).await.unwrap();
                 assert_eq!(answered, size);
-                if call >= WARM_UP {
+                if call >= warm_up {
                     into.push(started.elapsed());
                 }
             }
@@ -93,8 +94,5 @@ async fn main() {
             json_trip.as_secs_f64() / binary_trip.as_secs_f64(),
         );
     }
-    print!("{table}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("lambda_codec.md"), &table);
+    report::write("lambda_codec", &table);
 }

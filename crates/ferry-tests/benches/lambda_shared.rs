@@ -13,7 +13,8 @@
 //! about 128 invocations wait in it, whichever runtime serves them.
 //!
 //! `cargo bench -p ferry-tests --bench lambda_shared` prints a Markdown table (also written to
-//! `target/ferry-bench/lambda_shared.md`).
+//! `target/ferry-bench/lambda_shared.md`, or `FERRY_BENCH_OUT`: benches/report/mod.rs).
+//! `-- --quick`: 1 run per mode after the warm-up instead of 3.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -27,12 +28,12 @@ use ferry_tests::moto::Moto;
 
 const TASKS: usize = 1024;
 const IN_FLIGHT: usize = 64;
-const RUNS: usize = 3;
 const REGION: &str = "eu-west-1";
 const BUCKET: &str = "ferry-bench";
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+mod report;
 
 /// A TCP relay on loopback to `upstream` that counts the bytes clients send through it.
 struct Relay {
@@ -192,7 +193,8 @@ async fn main() {
         fan_out(ctx, *store, [&lambda, &s3], 0).await;
     }
     let mut samples: Vec<Vec<Run>> = vec![Vec::new(), Vec::new()];
-    for run in 1..=RUNS as u64 {
+    let measured = if report::quick() { 1 } else { 3 };
+    for run in 1..=measured as u64 {
         for (i, (_, store, ctx)) in modes.iter().enumerate() {
             samples[i].push(fan_out(ctx, *store, [&lambda, &s3], run).await);
         }
@@ -210,7 +212,7 @@ async fn main() {
         let sent = median(runs.iter().map(|r| r.sent).collect());
         let wall = median(runs.iter().map(|r| r.wall).collect());
         let uploads = if *store {
-            format!("{uploads} in {} runs", RUNS + 1)
+            format!("{uploads} in {} runs", measured + 1)
         } else {
             "0".to_owned()
         };
@@ -222,8 +224,5 @@ async fn main() {
             wall.as_secs_f64(),
         );
     }
-    print!("{table}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("lambda_shared.md"), &table);
+    report::write("lambda_shared", &table);
 }

@@ -2,8 +2,9 @@
 //! codec: the workloads of Cppless's serialization table.
 //!
 //! `cargo bench -p ferry --bench codecs` prints a Markdown table (also written to
-//! `target/ferry-bench/codecs.md`): medians of repeated runs, GiB/s of the raw vector (8 MB)
-//! for the `u64` case and milliseconds for the struct case.
+//! `target/ferry-bench/codecs.md`, or `FERRY_BENCH_OUT`: crates/ferry-tests/benches/report/mod.rs):
+//! medians of 15 runs (3 with `-- --quick`), GiB/s of the raw vector (8 MB) for the `u64` case
+//! and milliseconds for the struct case.
 //!
 //! Each codec is measured twice. *Fresh memory*: glibc's defaults, which hand every freed
 //! multi-megabyte block back to the OS, so each run also pays first-touch page faults for its
@@ -17,8 +18,11 @@ use std::time::{Duration, Instant};
 use ferry::Codec;
 use serde::{Deserialize, Serialize};
 
+// The harness the ferry-tests benches share: `--quick` and where the report goes.
+#[path = "../../ferry-tests/benches/report/mod.rs"]
+mod report;
+
 const ELEMENTS: usize = 1_000_000;
-const RUNS: usize = 15;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct Record {
@@ -28,6 +32,7 @@ struct Record {
 }
 
 fn main() {
+    let runs = if report::quick() { 3 } else { 15 };
     let mut state = 0x9E37_79B9_7F4A_7C15_u64;
     let numbers: Vec<u64> = (0..ELEMENTS)
         .map(|_| {
@@ -53,13 +58,10 @@ fn main() {
             keep_freed_memory();
         }
         for codec in [Codec::Binary, Codec::BinaryInJson, Codec::Json] {
-            row(&mut report, codec, heap, &numbers, &records);
+            row(&mut report, codec, heap, &numbers, &records, runs);
         }
     }
-    println!("\n{report}");
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/ferry-bench");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("codecs.md"), &report);
+    report::write("codecs", &report);
 }
 
 /// Makes glibc keep freed memory instead of unmapping it (no effect on other allocators).
@@ -71,10 +73,17 @@ fn keep_freed_memory() {
     }
 }
 
-fn row(report: &mut String, codec: Codec, heap: &str, numbers: &Vec<u64>, records: &Vec<Record>) {
+fn row(
+    report: &mut String,
+    codec: Codec,
+    heap: &str,
+    numbers: &Vec<u64>,
+    records: &Vec<Record>,
+    runs: usize,
+) {
     {
-        let (u64_size, u64_encode, u64_decode) = measure(codec, numbers);
-        let (rec_size, rec_encode, rec_decode) = measure(codec, records);
+        let (u64_size, u64_encode, u64_decode) = measure(codec, numbers, runs);
+        let (rec_size, rec_encode, rec_decode) = measure(codec, records, runs);
         let raw = (ELEMENTS * 8) as f64;
         let gib = |d: Duration| raw / d.as_secs_f64() / f64::from(1u32 << 30);
         let _ = writeln!(
@@ -93,7 +102,7 @@ fn row(report: &mut String, codec: Codec, heap: &str, numbers: &Vec<u64>, record
 }
 
 /// Encoded size and median encode and decode times.
-fn measure<T>(codec: Codec, value: &T) -> (usize, Duration, Duration)
+fn measure<T>(codec: Codec, value: &T, runs: usize) -> (usize, Duration, Duration)
 where
     T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug,
 {
@@ -101,9 +110,9 @@ where
     let decoded: T = codec.decode(&encoded).expect("decode");
     assert!(decoded == *value, "{codec} does not round-trip");
     drop(decoded);
-    let mut encode = Vec::with_capacity(RUNS);
-    let mut decode = Vec::with_capacity(RUNS);
-    for _ in 0..RUNS {
+    let mut encode = Vec::with_capacity(runs);
+    let mut decode = Vec::with_capacity(runs);
+    for _ in 0..runs {
         let started = Instant::now();
         let bytes = black_box(codec.encode(black_box(value)).expect("encode"));
         encode.push(started.elapsed());

@@ -4,6 +4,11 @@
 //! cargo run --release -p raytracer --bin raytracer-bench -- --docs docs/benchmarks.md
 //! ```
 //!
+//! The report (the section of docs/benchmarks.md, its table between the
+//! `<!-- reproduce:bench-raytracer -->` markers) is also written to the file `FERRY_BENCH_OUT`
+//! names, as the ferry-tests benches do: `scripts/reproduce.sh benches` sets it. `--quick`
+//! renders 160x120 in 64 and 256 tiles.
+//!
 //! For each tile count the example scene is rendered twice on the backend: once with one
 //! `Shared<Scene>` for every tile, once with the `Scene` by value in each. Host serialization is
 //! what `Context::call` spent encoding the tasks' arguments (`ferry::shared::stats()`), the one
@@ -31,6 +36,9 @@ struct Args {
     /// Replace (or add) the raytracer section of this markdown file with the results.
     #[arg(long)]
     docs: Option<PathBuf>,
+    /// A reduced size (`scripts/reproduce.sh --quick`): 160x120 in 64 and 256 tiles.
+    #[arg(long)]
+    quick: bool,
 }
 
 struct Row {
@@ -48,6 +56,16 @@ const HEADING: &str = "## raytracer: one scene shared by every tile";
 
 #[ferry::main]
 async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
+    let args = if args.quick {
+        Args {
+            width: 160,
+            height: 120,
+            tasks: vec![64, 256],
+            ..args
+        }
+    } else {
+        args
+    };
     let scene = Scene::example();
     let scene_bytes = ferry::Codec::Binary.encode(&scene)?.len();
     let started = Instant::now();
@@ -96,6 +114,10 @@ async fn main(ctx: Context, args: Args) -> anyhow::Result<()> {
     }
     let report = report(&args, &ctx, scene_bytes, sequential, &rows);
     println!("\n{report}");
+    if let Some(path) = std::env::var_os("FERRY_BENCH_OUT").map(PathBuf::from) {
+        std::fs::write(&path, &report)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
     if let Some(path) = &args.docs {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read `{}`", path.display()))?;
@@ -135,7 +157,8 @@ fn report(
     let _ = writeln!(text, "{HEADING}\n");
     let _ = writeln!(
         text,
-        "```sh\ncargo run --release -p raytracer --bin raytracer-bench -- --docs docs/benchmarks.md\n```\n"
+        "```sh\ncargo run --release -p raytracer --bin raytracer-bench -- --docs docs/benchmarks.md\n\
+         scripts/reproduce.sh benches   # the table only, with the release profile\n```\n"
     );
     let _ = writeln!(
         text,
@@ -155,6 +178,7 @@ fn report(
         stats.max_workers,
         sequential.as_secs_f64(),
     );
+    let _ = writeln!(text, "<!-- reproduce:bench-raytracer -->");
     let _ = writeln!(
         text,
         "| tasks | host serialization, scene by value | with `Shared<Scene>` | less with `Shared` | wall, by value | wall, `Shared` |"
@@ -163,6 +187,7 @@ fn report(
     for row in rows {
         let _ = writeln!(text, "{}", table_row(row));
     }
+    let _ = writeln!(text, "<!-- /reproduce:bench-raytracer -->");
     if let Some(last) = rows.iter().find(|r| r.tasks == 1024) {
         let factor = last.by_value.encoding.as_secs_f64() / last.shared.encoding.as_secs_f64();
         let verdict = if factor >= 10.0 { "met" } else { "not met" };
