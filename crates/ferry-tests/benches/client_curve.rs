@@ -13,7 +13,7 @@
 //! - `lambda-client`: the same client against an Invoke endpoint that answers at once, which is
 //!   what the figure isolates: the client's own limit.
 //!
-//! `cargo bench -p ferry-tests --bench client_curve -- [--quick] [--out FILE.jsonl]` prints a
+//! `cargo bench -p ferry-tests --bench client_curve -- [--quick] [--counts 1,8,64] [--out FILE.jsonl]` prints a
 //! Markdown table and, with `--out`, one JSON record per backend and count
 //! (`scripts/reproduce.sh client-curve` renders them).
 
@@ -30,6 +30,11 @@ use serde_json::json;
 const FIXTURE: &str = env!("CARGO_BIN_EXE_ferry-fixture");
 /// Invocations the emulated runtime runs side by side: Lambda's instances, scaled to 2 cores.
 const EMULATOR_CONCURRENCY: usize = 64;
+/// The most invocations sent to `cargo lambda watch` at once. Its queue of waiting invocations
+/// holds 100, and an invocation that finds it full waits while holding the lock that `/next`
+/// needs to take from it: past ~100 waiting, the emulator stops for good, whatever the runtime
+/// (`lambda_runtime`'s `run_concurrent` stops the same way).
+const EMULATOR_MAX_AT_ONCE: usize = EMULATOR_CONCURRENCY;
 
 #[derive(Clone)]
 struct Options {
@@ -53,6 +58,14 @@ impl Options {
                     options.rounds = 2;
                 }
                 "--out" => options.out = Some(args.next().expect("--out takes a file").into()),
+                "--counts" => {
+                    options.counts = args
+                        .next()
+                        .expect("--counts takes a list")
+                        .split(',')
+                        .map(|count| count.parse().expect("--counts takes whole numbers"))
+                        .collect();
+                }
                 // `cargo bench` passes `--bench`; a filter means nothing here.
                 _ => {}
             }
@@ -82,9 +95,14 @@ impl Point {
     }
 }
 
-async fn curve(ctx: &Context, options: &Options) -> Vec<Point> {
+async fn curve(backend: &str, ctx: &Context, options: &Options) -> Vec<Point> {
     let mut points = Vec::new();
-    for &invocations in &options.counts {
+    let most = if backend == "lambda-emulator" {
+        EMULATOR_MAX_AT_ONCE
+    } else {
+        usize::MAX
+    };
+    for &invocations in options.counts.iter().filter(|&&count| count <= most) {
         let mut point = Point {
             invocations,
             walls: Vec::new(),
@@ -106,13 +124,34 @@ async fn curve(ctx: &Context, options: &Options) -> Vec<Point> {
             }
         }
         point.latencies.sort_unstable();
+        eprintln!(
+            "{backend}: {invocations} at once: all in {:.2} ms, p50 {:.2} ms, p99 {:.2} ms",
+            ms(point.median_wall()),
+            ms(point.percentile(50)),
+            ms(point.percentile(99))
+        );
         points.push(point);
     }
     points
 }
 
-/// A child process killed when dropped.
+/// A child process killed when dropped, or when this process dies first.
 struct Process(Child);
+
+/// `command` whose child the kernel kills when this process dies, however it dies.
+fn dies_with_parent(mut command: Command) -> Command {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: prctl is async-signal-safe and touches only the child being started.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
+}
 
 impl Drop for Process {
     fn drop(&mut self) {
@@ -140,7 +179,7 @@ fn wait_for_port(port: u16, what: &str) {
 }
 
 fn http_service() -> (Process, String) {
-    let mut child = Command::new(FIXTURE)
+    let mut child = dies_with_parent(Command::new(FIXTURE))
         .env("FERRY_ROLE", "http")
         .env("FERRY_LISTEN", "127.0.0.1:0")
         .stdout(Stdio::null())
@@ -160,7 +199,7 @@ fn http_service() -> (Process, String) {
 /// `cargo lambda watch` with the fixture as its default function's `bootstrap`.
 fn lambda_emulator() -> (Process, Process, String) {
     let port = free_port();
-    let emulator = Command::new("cargo")
+    let emulator = dies_with_parent(Command::new("cargo-lambda"))
         .args(["lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1"])
         .args(["-P", &port.to_string()])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -170,7 +209,7 @@ fn lambda_emulator() -> (Process, Process, String) {
         .expect("cargo-lambda is installed (`pip install cargo-lambda`; scripts/test.sh does it)");
     let emulator = Process(emulator);
     wait_for_port(port, "cargo lambda watch");
-    let bootstrap = Command::new(FIXTURE)
+    let bootstrap = dies_with_parent(Command::new(FIXTURE))
         .env_remove("FERRY_ROLE")
         .env(
             "AWS_LAMBDA_RUNTIME_API",
@@ -197,7 +236,7 @@ fn lambda_emulator() -> (Process, Process, String) {
 
 /// An Invoke endpoint that answers `null` at once, in a child process (this bench re-executed).
 fn instant_endpoint() -> (Process, String) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut child = dies_with_parent(Command::new(std::env::current_exe().unwrap()))
         .env("CLIENT_CURVE_INSTANT_ENDPOINT", "1")
         .stdout(Stdio::piped())
         .spawn()
@@ -275,7 +314,7 @@ fn main() {
         let points = runtime
             .block_on(tokio::spawn({
                 let (ctx, options) = (ctx.clone(), options.clone());
-                async move { curve(&ctx, &options).await }
+                async move { curve(backend, &ctx, &options).await }
             }))
             .expect("the measurement");
         runtime.block_on(ctx.shutdown());
@@ -284,13 +323,6 @@ fn main() {
                 point.median_wall(),
                 point.percentile(50),
                 point.percentile(99),
-            );
-            eprintln!(
-                "{backend}: {} at once: all in {:.2} ms, p50 {:.2} ms, p99 {:.2} ms",
-                point.invocations,
-                ms(wall),
-                ms(p50),
-                ms(p99)
             );
             report.push_str(&format!(
                 "| {backend} | {} | {:.2} ms | {:.2} ms | {:.2} ms |\n",

@@ -45,7 +45,9 @@ def render(data, plots):
     concurrency = next((r["emulator_concurrency"] for r in records if r.get("emulator_concurrency")), None)
     return (
         f"A no-op function; each count {rounds} rounds after a warm-up round; the emulated runtime"
-        f" runs {concurrency} invocations side by side.\n\n"
+        f" runs {concurrency} invocations side by side, and is sent at most {concurrency} at once:"
+        " `cargo lambda watch` stops for good once about 100 invocations wait in its queue"
+        " (so does `lambda_runtime`'s `run_concurrent` under it).\n\n"
         + table(header, rows)
         + "\n\n![latency and rate over invocations at once](reproduce-client-curve.png)"
     )
