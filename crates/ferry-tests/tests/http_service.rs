@@ -727,6 +727,49 @@ mod limits {
         assert!(said.ends_with('1'), "{said}");
     }
 
+    /// Connections kept alive between requests cannot lock others out: with every slot held by
+    /// an idle kept-alive connection, a new caller is served at once rather than after the
+    /// header timeout, the idle ones are closed to make room, and a request in progress on a held
+    /// connection is answered before its connection closes.
+    #[tokio::test]
+    async fn kept_alive_connections_make_room_for_a_waiting_caller() {
+        let service = Service::start(&[("FERRY_HTTP_MAX_CONNECTIONS", "4")]);
+        let mut busy = send(
+            &service,
+            &format!("{}{{\"ms\": 5}}", post_to("sleep_hundredfold", 9)),
+        )
+        .await;
+        let mut idle = Vec::new();
+        for _ in 0..3 {
+            let mut stream = send(&service, &format!("{}{{\"data\": [1]}}", post(13))).await;
+            let mut answer = vec![0u8; 1024];
+            let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut answer))
+                .await
+                .expect("an answer")
+                .unwrap();
+            assert!(answer[..read].starts_with(b"HTTP/1.1 200"));
+            idle.push(stream);
+        }
+        // Every slot is held (the default header timeout, 10 s, keeps idle ones open).
+        let started = Instant::now();
+        let (status, body) = service.json("add", r#"{"a": 1, "b": 2}"#).await;
+        assert_eq!((status, body.as_str()), (200, "3"));
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the caller waited {:?} for a slot",
+            started.elapsed()
+        );
+        for stream in &mut idle {
+            assert_eq!(
+                said_before_closing(stream, "an idle connection was kept").await,
+                ""
+            );
+        }
+        let said = said_before_closing(&mut busy, "the busy connection was kept").await;
+        assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+        assert!(said.ends_with('5'), "{said}");
+    }
+
     /// Bodies held at once are bounded in bytes: while one call holds a 1 MiB body (its
     /// function runs for a second), a second 1 MiB request finds no room, is not read, and gets
     /// 503 once the body timeout passes; the first is answered.

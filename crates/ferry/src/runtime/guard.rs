@@ -5,7 +5,9 @@
 //!   connection that stays silent that long is closed (hyper's header read timeout, which also
 //!   runs between requests);
 //! - at most `max_connections` connections are held: more wait in the kernel's listen queue, so
-//!   silent clients cannot take every file descriptor;
+//!   silent clients cannot take every file descriptor. When one waits with every slot held, the
+//!   held connections close after their current request (an idle kept-alive one at once), so
+//!   clients that keep connections open cannot lock others out until the header timeout;
 //! - a request head may take at most 64 KiB (431 beyond);
 //! - a request body must arrive within the body timeout (else 408), may not announce more than
 //!   the body limit (413 at once, nothing read), and bodies held at once are bounded in bytes:
@@ -28,9 +30,8 @@ use bytes::Bytes;
 use futures::StreamExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 
 use crate::{Error, ErrorKind, Result};
 
@@ -98,8 +99,13 @@ pub(crate) async fn serve(
     limits: &Limits,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let graceful = GracefulShutdown::new();
+    let slots =
+        u32::try_from(limits.max_connections.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
+    let connections = Arc::new(Semaphore::new(slots as usize));
+    // Tells held connections to close after their current request: all of them on shutdown
+    // (`stopping`), or to make room for a connection that waits (`make_room`).
+    let (stop, stopping) = watch::channel(false);
+    let make_room = Arc::new(Notify::new());
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -114,50 +120,68 @@ pub(crate) async fn serve(
     let builder = Arc::new(builder);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            permit = connections.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
-        let (stream, _) = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    // Out of file descriptors, say: wait a little rather than spin.
-                    tracing::warn!(%error, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+        let accept = async {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => return stream,
+                    Err(error) => {
+                        // Out of file descriptors, say: wait a little rather than spin.
+                        tracing::warn!(%error, "cannot accept a connection");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
                 }
+            }
+        };
+        let (stream, permit) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = with_slot(&connections, &make_room, accept) => match accepted {
+                Some(accepted) => accepted,
+                None => break,
             },
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
         let header_timeout = limits.header_timeout;
-        let watcher = graceful.watcher();
+        let (mut stopping, make_room) = (stopping.clone(), make_room.clone());
         tokio::spawn(async move {
             let _permit = permit;
             // A client that connects and says nothing never reaches hyper's own header timer
             // (the protocol is told by the first bytes): it gets the same time to start.
             // (`readable()` may wake at once on a fresh socket: `peek` waits for a byte.)
             let mut first = [0u8; 1];
-            if !matches!(
-                tokio::time::timeout(header_timeout, stream.peek(&mut first)).await,
-                Ok(Ok(1))
-            ) {
+            let spoke = tokio::select! {
+                peeked = tokio::time::timeout(header_timeout, stream.peek(&mut first)) => {
+                    matches!(peeked, Ok(Ok(1)))
+                }
+                _ = stopping.wait_for(|stop| *stop) => false,
+            };
+            if !spoke {
                 return;
             }
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            if let Err(error) = watcher.watch(connection.into_owned()).await {
+            let mut connection = std::pin::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => Some(ended),
+                () = make_room.notified() => None,
+                _ = stopping.wait_for(|stop| *stop) => None,
+            };
+            let ended = match ended {
+                Some(ended) => ended,
+                None => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = ended {
                 tracing::trace!(%error, "connection ended");
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(limits.drain, graceful.shutdown())
+    let _ = stop.send(true);
+    // Every connection has ended when every slot is free again.
+    if tokio::time::timeout(limits.drain, connections.acquire_many(slots))
         .await
         .is_err()
     {
@@ -167,6 +191,29 @@ pub(crate) async fn serve(
         );
     }
     Ok(())
+}
+
+/// The next connection `accept` takes, with a slot for it; `None` once the slots are closed.
+/// With a slot free, the connection is taken when it comes. With none, one connection is taken
+/// from the listen queue (the kernel keeps the rest) and the held ones are asked to make room,
+/// so it waits for the first of them to end its current request rather than for an idle one's
+/// header timeout.
+async fn with_slot(
+    connections: &Arc<Semaphore>,
+    make_room: &Notify,
+    accept: impl Future<Output = tokio::net::TcpStream>,
+) -> Option<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
+    let permit = match connections.clone().try_acquire_owned() {
+        Ok(permit) => permit,
+        Err(TryAcquireError::Closed) => return None,
+        Err(TryAcquireError::NoPermits) => {
+            let stream = accept.await;
+            make_room.notify_waiters();
+            let permit = connections.clone().acquire_owned().await.ok()?;
+            return Some((stream, permit));
+        }
+    };
+    Some((accept.await, permit))
 }
 
 /// Why a body was not read.
