@@ -5,9 +5,11 @@
 //!   connection that stays silent that long is closed (hyper's header read timeout, which also
 //!   runs between requests);
 //! - at most `max_connections` connections are held: more wait in the kernel's listen queue, so
-//!   silent clients cannot take every file descriptor. When one waits with every slot held, the
-//!   held connections close after their current request (an idle kept-alive one at once), so
-//!   clients that keep connections open cannot lock others out until the header timeout;
+//!   silent clients cannot take every file descriptor. While one waits with every slot held, a
+//!   held connection that is answering a request closes after it (the answer says
+//!   `Connection: close`, so its client sends nothing more on it), and frees its slot; an idle
+//!   kept-alive one is left to its header timeout, since closing it could lose a request its
+//!   client is sending at that moment;
 //! - a request head may take at most 64 KiB (431 beyond);
 //! - a request body must arrive within the body timeout (else 408), may not announce more than
 //!   the body limit (413 at once, nothing read), and bodies held at once are bounded in bytes:
@@ -31,6 +33,8 @@ use futures::StreamExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 
 use crate::{Error, ErrorKind, Result};
@@ -103,9 +107,9 @@ pub(crate) async fn serve(
         u32::try_from(limits.max_connections.clamp(1, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
     let connections = Arc::new(Semaphore::new(slots as usize));
     // Tells held connections to close after their current request: all of them on shutdown
-    // (`stopping`), or to make room for a connection that waits (`make_room`).
+    // (`stopping`), the busy ones while a connection waits for a slot (`room`).
     let (stop, stopping) = watch::channel(false);
-    let make_room = Arc::new(Notify::new());
+    let room = Arc::new(Room::default());
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -134,16 +138,25 @@ pub(crate) async fn serve(
         };
         let (stream, permit) = tokio::select! {
             () = &mut shutdown => break,
-            accepted = with_slot(&connections, &make_room, accept) => match accepted {
+            accepted = with_slot(&connections, &room, accept) => match accepted {
                 Some(accepted) => accepted,
                 None => break,
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        // The requests this connection is answering, and a nudge when one starts while another
+        // connection waits for a slot.
+        let busy = Arc::new(AtomicUsize::new(0));
+        let nudge = Arc::new(Notify::new());
+        let service = TowerToHyperService::new(counting(
+            router.clone(),
+            busy.clone(),
+            nudge.clone(),
+            room.clone(),
+        ));
         let builder = builder.clone();
         let header_timeout = limits.header_timeout;
-        let (mut stopping, make_room) = (stopping.clone(), make_room.clone());
+        let (mut stopping, room) = (stopping.clone(), room.clone());
         tokio::spawn(async move {
             let _permit = permit;
             // A client that connects and says nothing never reaches hyper's own header timer
@@ -161,10 +174,18 @@ pub(crate) async fn serve(
             }
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
-            let ended = tokio::select! {
-                ended = connection.as_mut() => Some(ended),
-                () = make_room.notified() => None,
-                _ = stopping.wait_for(|stop| *stop) => None,
+            let ended = loop {
+                tokio::select! {
+                    ended = connection.as_mut() => break Some(ended),
+                    _ = stopping.wait_for(|stop| *stop) => break None,
+                    () = room.wanted.notified() => {}
+                    () = nudge.notified() => {}
+                }
+                // Asked to make room: only while answering, so that its answer can say
+                // `Connection: close`.
+                if busy.load(Ordering::Acquire) > 0 && room.waiting.load(Ordering::Acquire) > 0 {
+                    break None;
+                }
             };
             let ended = match ended {
                 Some(ended) => ended,
@@ -193,14 +214,68 @@ pub(crate) async fn serve(
     Ok(())
 }
 
+/// `router`, counting in `busy` the requests whose handlers run, and nudging its connection when
+/// one starts while another connection waits for a slot.
+fn counting<B>(
+    router: Router,
+    busy: Arc<AtomicUsize>,
+    nudge: Arc<Notify>,
+    room: Arc<Room>,
+) -> impl tower::Service<
+    axum::http::Request<B>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = std::result::Result<Response, std::convert::Infallible>> + Send,
+> + Clone
++ Send
+where
+    B: axum::body::HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    tower::ServiceExt::<axum::http::Request<B>>::map_future(router, move |answer| {
+        let answering = Answering::start(&busy);
+        if room.waiting.load(Ordering::Acquire) > 0 {
+            nudge.notify_one();
+        }
+        async move {
+            let response = answer.await;
+            drop(answering);
+            response
+        }
+    })
+}
+
+/// Connections waiting for a slot, and the call to the held ones to make room.
+#[derive(Default)]
+struct Room {
+    waiting: AtomicUsize,
+    wanted: Notify,
+}
+
+/// One request a connection is answering, counted while its handler runs.
+struct Answering(Arc<AtomicUsize>);
+
+impl Answering {
+    fn start(busy: &Arc<AtomicUsize>) -> Self {
+        busy.fetch_add(1, Ordering::AcqRel);
+        Self(busy.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The next connection `accept` takes, with a slot for it; `None` once the slots are closed.
 /// With a slot free, the connection is taken when it comes. With none, one connection is taken
-/// from the listen queue (the kernel keeps the rest) and the held ones are asked to make room,
-/// so it waits for the first of them to end its current request rather than for an idle one's
-/// header timeout.
+/// from the listen queue (the kernel keeps the rest) and, while it waits, every held connection
+/// that answers a request closes after it, so it waits for the first of those answers rather
+/// than for an idle connection's header timeout.
 async fn with_slot(
     connections: &Arc<Semaphore>,
-    make_room: &Notify,
+    room: &Room,
     accept: impl Future<Output = tokio::net::TcpStream>,
 ) -> Option<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
     let permit = match connections.clone().try_acquire_owned() {
@@ -208,9 +283,11 @@ async fn with_slot(
         Err(TryAcquireError::Closed) => return None,
         Err(TryAcquireError::NoPermits) => {
             let stream = accept.await;
-            make_room.notify_waiters();
-            let permit = connections.clone().acquire_owned().await.ok()?;
-            return Some((stream, permit));
+            room.waiting.fetch_add(1, Ordering::AcqRel);
+            room.wanted.notify_waiters();
+            let permit = connections.clone().acquire_owned().await;
+            room.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Some((stream, permit.ok()?));
         }
     };
     Some((accept.await, permit))
