@@ -406,7 +406,7 @@ pub const HTTP_MAX_CONNECTIONS: Setting = user(
     "FERRY_HTTP_MAX_CONNECTIONS",
     Takes::Positive,
     "1024, at most the open-file limit less 64",
-    "most connections a ferry server holds open; more wait in the listen queue",
+    "most connections a ferry server holds open; more wait in the listen queue, and while one waits, held connections close after the request they are answering",
 );
 /// Most request bytes a server holds at once.
 pub const HTTP_MAX_BYTES_IN_FLIGHT_MB: Setting = user(
