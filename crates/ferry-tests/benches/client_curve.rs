@@ -27,6 +27,8 @@ use ferry::{Context, HttpConfig, LambdaConfig, LocalConfig};
 use ferry_tests::Noop;
 use serde_json::json;
 
+mod instant_endpoint;
+
 const FIXTURE: &str = env!("CARGO_BIN_EXE_ferry-fixture");
 /// Invocations the emulated runtime runs side by side: Lambda's instances, scaled to 2 cores.
 const EMULATOR_CONCURRENCY: usize = 64;
@@ -234,30 +236,6 @@ fn lambda_emulator() -> (Process, Process, String) {
     )
 }
 
-/// An Invoke endpoint that answers `null` at once, in a child process (this bench re-executed).
-fn instant_endpoint() -> (Process, String) {
-    let mut child = dies_with_parent(Command::new(std::env::current_exe().unwrap()))
-        .env("CLIENT_CURVE_INSTANT_ENDPOINT", "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the endpoint");
-    let mut address = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut address)
-        .unwrap();
-    (Process(child), format!("http://{}", address.trim()))
-}
-
-async fn serve_instant_endpoint() {
-    let app = axum::Router::new().route(
-        "/2015-03-31/functions/{name}/invocations",
-        axum::routing::post(|| async { ([("content-type", "application/json")], "null") }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    println!("{}", listener.local_addr().unwrap());
-    axum::serve(listener, app).await.unwrap();
-}
-
 fn lambda_context(endpoint: &str) -> Context {
     let aws = AwsConfig::new(
         "eu-west-1",
@@ -273,9 +251,7 @@ fn ms(duration: Duration) -> f64 {
 }
 
 fn main() {
-    if std::env::var_os("CLIENT_CURVE_INSTANT_ENDPOINT").is_some() {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(serve_instant_endpoint());
+    if instant_endpoint::serve_if_asked() {
         return;
     }
     let options = Options::parse();
@@ -289,7 +265,7 @@ fn main() {
     );
     for backend in ["local", "http", "lambda-emulator", "lambda-client"] {
         // Each backend's processes live while its curve is measured, then go.
-        let (_processes, ctx): (Vec<Process>, Context) = match backend {
+        let (_processes, ctx): (Vec<Box<dyn std::any::Any>>, Context) = match backend {
             "local" => (
                 Vec::new(),
                 Context::local(LocalConfig::default().worker_exe(FIXTURE)).expect("local"),
@@ -297,17 +273,21 @@ fn main() {
             "http" => {
                 let (service, base) = http_service();
                 (
-                    vec![service],
+                    vec![Box::new(service)],
                     Context::http(HttpConfig::new(&base)).expect("http"),
                 )
             }
             "lambda-emulator" => {
                 let (emulator, bootstrap, endpoint) = lambda_emulator();
-                (vec![bootstrap, emulator], lambda_context(&endpoint))
+                (
+                    vec![Box::new(bootstrap), Box::new(emulator)],
+                    lambda_context(&endpoint),
+                )
             }
             _ => {
-                let (endpoint, base) = instant_endpoint();
-                (vec![endpoint], lambda_context(&base))
+                let endpoint = instant_endpoint::start();
+                let ctx = lambda_context(&endpoint.url);
+                (vec![Box::new(endpoint)], ctx)
             }
         };
         // Host code runs as a task on the runtime, as `ferry::run` runs `main`.

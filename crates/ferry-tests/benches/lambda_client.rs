@@ -10,27 +10,16 @@
 //! of 3 rounds of 100,000 invocations, or with `-- --quick` of 1 round of 10,000.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferry::aws::{AwsConfig, Credentials};
 use ferry::{Context, LambdaConfig, LambdaHttp};
 use ferry_tests::Noop;
 
+mod instant_endpoint;
 mod report;
 
 const IN_FLIGHT: usize = 1_000;
-
-async fn serve_endpoint() {
-    let app = axum::Router::new().route(
-        "/2015-03-31/functions/{name}/invocations",
-        axum::routing::post(|| async { ([("content-type", "application/json")], "null") }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    println!("{}", listener.local_addr().unwrap());
-    axum::serve(listener, app).await.unwrap();
-}
 
 async fn measure(
     endpoint: &str,
@@ -65,21 +54,11 @@ async fn measure(
 }
 
 fn main() {
-    if std::env::var_os("LAMBDA_CLIENT_BENCH_ENDPOINT").is_some() {
-        let runtime = tokio::runtime::Runtime::new().unwrap();
-        runtime.block_on(serve_endpoint());
+    if instant_endpoint::serve_if_asked() {
         return;
     }
-    let mut server = Command::new(std::env::current_exe().unwrap())
-        .env("LAMBDA_CLIENT_BENCH_ENDPOINT", "1")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the endpoint");
-    let mut address = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut address)
-        .unwrap();
-    let endpoint = format!("http://{}", address.trim());
+    let server = instant_endpoint::start();
+    let endpoint = server.url.clone();
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (rounds, invocations) = if report::quick() {
@@ -108,7 +87,6 @@ fn main() {
         let _ = writeln!(report, "| {label} | {rate:.0} |");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     report::write("lambda_client", &report);
 }
