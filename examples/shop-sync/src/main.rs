@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p shop-sync -- bench --models 250,500,1000,2000 --dispatch bounded,all-at-once
 //! cargo run --release -p shop-sync -- serve --ps-listen 127.0.0.1:8081 --sh-listen 127.0.0.1:8082
-//! cargo run --release -p shop-sync -- plot --csv docs/data/shop-sync.csv --out target
+//! cargo run --release -p shop-sync -- plot --csv target/shop-sync/shop-sync.csv --out target/shop-sync
 //! ```
 
 mod bench;
@@ -93,13 +93,13 @@ pub struct BenchArgs {
     #[arg(long)]
     pub workers: Option<usize>,
     /// Where the unthrottled `bounded` results go.
-    #[arg(long, default_value = "docs/data/shop-sync.csv")]
+    #[arg(long, default_value = "target/shop-sync/shop-sync.csv")]
     pub csv: PathBuf,
     /// Where the unthrottled `all-at-once` results go.
-    #[arg(long, default_value = "docs/data/shop-sync-all-at-once.csv")]
+    #[arg(long, default_value = "target/shop-sync/shop-sync-all-at-once.csv")]
     pub all_at_once_csv: PathBuf,
     /// Where the throttled results go.
-    #[arg(long, default_value = "docs/data/shop-sync-throttled.csv")]
+    #[arg(long, default_value = "target/shop-sync/shop-sync-throttled.csv")]
     pub throttled_csv: PathBuf,
     /// Also draw PNG plots of both CSVs into this directory (needs `rsvg-convert`).
     #[arg(long)]

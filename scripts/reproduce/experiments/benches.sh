@@ -3,18 +3,19 @@
 # invoke (twice in a full run, then with TOKIO_WORKER_THREADS=1), fan_out_memory, lambda,
 # lambda_codec, lambda_shared, lambda_client, openwhisk (ferry-tests), codecs (ferry) and the
 # raytracer's raytracer-bench. Each prints a Markdown report and writes it to FERRY_BENCH_OUT
-# (crates/ferry-tests/benches/report/mod.rs), here $data/tmp/benches-NAME.md. Built with the
-# release profile, not `bench` (fat LTO), so CI does not pay for the link. lambda_codec and
-# lambda_shared need cargo-lambda; lambda_shared also moto (`pip install 'moto[server]'`).
+# (crates/ferry-tests/benches/report/mod.rs), here $data/tmp/benches-NAME.md. A full run builds
+# them with the `bench` profile, as `cargo bench` does; --quick with `release`, so that CI does
+# not pay for fat LTO. lambda_codec and lambda_shared need cargo-lambda; lambda_shared also moto
+# (`pip install 'moto[server]'`).
 packages+=(raytracer)
 
 run_benches() {
-  local size=() out executables
-  if [ "$quick" = 1 ]; then size=(--quick); fi
+  local size=() profile=bench out executables
+  if [ "$quick" = 1 ]; then size=(--quick) profile=release; fi
   case "$data" in /*) out="$data/tmp" ;; *) out="$PWD/$data/tmp" ;; esac
   # Built once, then each executable run as `cargo bench` runs it: in its package's folder, with
   # `--bench`. (One cargo call instead of ten, each of which could wait for the build lock.)
-  executables=$(cargo bench --profile release --locked --quiet -p ferry-tests -p ferry --no-run \
+  executables=$(cargo bench --profile "$profile" --locked --quiet -p ferry-tests -p ferry --no-run \
     --message-format=json | "$python" -c '
 import json, sys
 for line in sys.stdin:

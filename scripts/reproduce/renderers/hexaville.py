@@ -19,17 +19,16 @@ def render(data, plots):
     rows = []
     for record in records:
         parameters, summary = record["parameters"], record["summary"]
-        latency = summary["latency_us"]
         baseline = spawned.get(parameters["emulator"])
         rows.append([
             MODES.get(parameters["mode"], parameters["mode"]),
             parameters["payload"],
             f"**{rate(summary):.1f}**",
             f"{rate(summary) / baseline:.2f}x" if baseline else "",
-            f"{latency['p50'] / 1e3:.2f}",
-            f"{latency['p99'] / 1e3:.2f}",
+            f"{summary['p50_us'] / 1e3:.2f}",
+            f"{summary['p99_us'] / 1e3:.2f}",
             summary["requests"],
-            sum(summary["errors"].values()),
+            sum(value for key, value in summary.items() if key.endswith(("_errors", "timeouts"))),
             parameters["emulator"],
         ])
     first = records[0]["parameters"]

@@ -19,6 +19,7 @@
 //! - on shutdown the server stops accepting and lets in-flight requests finish for at most the
 //!   drain budget.
 
+use std::ops::Deref;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -233,7 +234,7 @@ where
     B::Error: Into<axum::BoxError>,
 {
     tower::ServiceExt::<axum::http::Request<B>>::map_future(router, move |answer| {
-        let answering = Answering::start(&busy);
+        let answering = Counted::raise(busy.clone());
         if room.waiting.load(Ordering::Acquire) > 0 {
             nudge.notify_one();
         }
@@ -252,17 +253,18 @@ struct Room {
     wanted: Notify,
 }
 
-/// One request a connection is answering, counted while its handler runs.
-struct Answering(Arc<AtomicUsize>);
+/// One more in a count while it lives: a request a connection is answering, a connection waiting
+/// for a slot. Dropping it lowers the count however its holder ends, cancelled at shutdown too.
+struct Counted<C: Deref<Target = AtomicUsize>>(C);
 
-impl Answering {
-    fn start(busy: &Arc<AtomicUsize>) -> Self {
-        busy.fetch_add(1, Ordering::AcqRel);
-        Self(busy.clone())
+impl<C: Deref<Target = AtomicUsize>> Counted<C> {
+    fn raise(count: C) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(count)
     }
 }
 
-impl Drop for Answering {
+impl<C: Deref<Target = AtomicUsize>> Drop for Counted<C> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
@@ -283,10 +285,10 @@ async fn with_slot(
         Err(TryAcquireError::Closed) => return None,
         Err(TryAcquireError::NoPermits) => {
             let stream = accept.await;
-            room.waiting.fetch_add(1, Ordering::AcqRel);
+            let waiting = Counted::raise(&room.waiting);
             room.wanted.notify_waiters();
             let permit = connections.clone().acquire_owned().await;
-            room.waiting.fetch_sub(1, Ordering::AcqRel);
+            drop(waiting);
             return Some((stream, permit.ok()?));
         }
     };

@@ -1,4 +1,5 @@
--- wrk's summary as one JSON line on stdout, after wrk's own report (read by src/load/mod.rs).
+-- wrk's summary as one JSON line on stdout, after wrk's own report (read by src/load/mod.rs and
+-- by scripts/reproduce/experiments/hexaville.sh).
 -- Latencies are in microseconds; a request that times out has no latency, only a count.
 done = function(summary, latency, requests)
   local errors = summary.errors
