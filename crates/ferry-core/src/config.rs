@@ -392,7 +392,14 @@ pub const HTTP_HEADER_TIMEOUT_MS: Setting = user(
     "FERRY_HTTP_HEADER_TIMEOUT_MS",
     Takes::Positive,
     "10000",
-    "longest a client of a ferry server may take to send a request's headers, or stay silent on an open connection (ms)",
+    "longest a client of a ferry server may take to start a request on a new connection, and to send its headers from their first byte (ms)",
+);
+/// How long a kept-alive connection may stay idle between requests.
+pub const HTTP_IDLE_TIMEOUT_MS: Setting = user(
+    "FERRY_HTTP_IDLE_TIMEOUT_MS",
+    Takes::Count,
+    "300000 (5 min); the OpenWhisk runtime: never",
+    "longest a kept-alive connection to a ferry server may stay idle between requests (ms); 0: never",
 );
 /// How long a client of a server may take over a request's body.
 pub const HTTP_BODY_TIMEOUT_MS: Setting = user(
@@ -592,6 +599,7 @@ pub const ALL: &[Setting] = &[
     AUTH_TOKEN,
     HTTP_MAX_BODY,
     HTTP_HEADER_TIMEOUT_MS,
+    HTTP_IDLE_TIMEOUT_MS,
     HTTP_BODY_TIMEOUT_MS,
     HTTP_MAX_CONNECTIONS,
     HTTP_MAX_BYTES_IN_FLIGHT_MB,

@@ -696,8 +696,7 @@ mod limits {
     }
 
     /// Silent connections beyond the cap cannot starve real callers: each is closed after the
-    /// header timeout, so a caller queued behind them is served; a kept-alive connection that
-    /// goes silent after a request is closed too.
+    /// header timeout, so a caller queued behind them is served.
     #[tokio::test]
     async fn silent_connections_are_closed_and_cannot_starve_callers() {
         let service = Service::start(&[
@@ -719,16 +718,86 @@ mod limits {
         for stream in &mut silent {
             said_before_closing(stream, "a silent connection was kept open").await;
         }
+    }
 
-        let mut kept = send(&service, &format!("{}{{\"data\": [1]}}", post(13))).await;
+    /// Sends a request on `stream` and reads its whole answer, which ends with `last`.
+    async fn exchange(stream: &mut TcpStream, request: &str, last: char) -> String {
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut said = Vec::new();
+        let mut buffer = [0u8; 1024];
+        while !String::from_utf8_lossy(&said).ends_with(last) {
+            let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+                .await
+                .expect("an answer within 5 s")
+                .unwrap();
+            assert!(
+                read > 0,
+                "closed mid-answer: {}",
+                String::from_utf8_lossy(&said)
+            );
+            said.extend_from_slice(&buffer[..read]);
+        }
+        String::from_utf8_lossy(&said).into_owned()
+    }
+
+    /// A kept-alive connection idle for longer than the header timeout stays open, so that a
+    /// client or proxy that pools connections for longer never sends a request on one being
+    /// closed (a request it then cannot tell ran or not): it is closed after the idle timeout.
+    #[tokio::test]
+    async fn an_idle_kept_alive_connection_outlives_the_header_timeout() {
+        let service = Service::start(&[
+            ("FERRY_HTTP_HEADER_TIMEOUT_MS", "300"),
+            ("FERRY_HTTP_IDLE_TIMEOUT_MS", "2000"),
+        ]);
+        let request = format!("{}{{\"data\": [1]}}", post(13));
+        let mut kept = connect(&service).await;
+        let said = exchange(&mut kept, &request, '1').await;
+        assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+        tokio::time::sleep(Duration::from_millis(900)).await;
+        let said = exchange(&mut kept, &request, '1').await;
+        assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+
+        let idle_from = Instant::now();
         let said =
             said_before_closing(&mut kept, "an idle kept-alive connection stayed open").await;
+        assert_eq!(said, "");
+        assert!(
+            idle_from.elapsed() >= Duration::from_millis(1500),
+            "closed after {:?} idle, before the idle timeout (2 s)",
+            idle_from.elapsed()
+        );
+    }
+
+    /// A request head that starts after an idle wait is held to the header timeout from its
+    /// first byte, not to the idle timeout.
+    #[tokio::test]
+    async fn a_head_trickling_in_after_an_idle_wait_gets_the_header_timeout() {
+        let service = Service::start(&[
+            ("FERRY_HTTP_HEADER_TIMEOUT_MS", "300"),
+            ("FERRY_HTTP_IDLE_TIMEOUT_MS", "60000"),
+        ]);
+        let mut kept = connect(&service).await;
+        let said = exchange(&mut kept, &format!("{}{{\"data\": [1]}}", post(13)), '1').await;
         assert!(said.starts_with("HTTP/1.1 200"), "{said}");
-        assert!(said.ends_with('1'), "{said}");
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        kept.write_all(b"POST /functions/byte_len HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        said_before_closing(
+            &mut kept,
+            "a stalled head was waited for past the header timeout",
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "closed {:?} after the head started",
+            started.elapsed()
+        );
     }
 
     /// A caller that finds every connection slot held does not wait for an idle connection's
-    /// header timeout: a held connection answering a request closes after it, telling its
+    /// idle timeout: a held connection answering a request closes after it, telling its
     /// client (`Connection: close`), and the caller takes its slot. Idle kept-alive connections
     /// stay open (closing one could lose a request its client is sending at that moment).
     #[tokio::test]
@@ -757,7 +826,7 @@ mod limits {
         assert_eq!((status, body.as_str()), (200, "3"));
         assert!(
             started.elapsed() < Duration::from_secs(3),
-            "the caller waited {:?} for a slot (the header timeout is 10 s)",
+            "the caller waited {:?} for a slot (the idle timeout is 5 min)",
             started.elapsed()
         );
         let said = said_before_closing(&mut busy, "the answering connection was kept").await;

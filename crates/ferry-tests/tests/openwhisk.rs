@@ -427,3 +427,63 @@ async fn a_thousand_stuck_activations_leave_the_container_replaceable() {
     );
     assert!((1..=4).contains(&ran), "{ran} bodies ran");
 }
+
+/// The invoker pauses a container between activations (`docker pause`: its processes are
+/// frozen) and keeps its connection to it; after resuming it, it sends `/run` on that
+/// connection. A frozen runtime's timers fire the moment it resumes, so an idle timeout shorter
+/// than the pause would close the connection just before the `/run` arrives: the runtime keeps
+/// idle connections for ever (the invoker is its only client), whatever the header timeout.
+#[tokio::test]
+async fn a_connection_kept_across_a_pause_longer_than_the_header_timeout_takes_the_next_run() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let container = Container::start_with(&[("FERRY_HTTP_HEADER_TIMEOUT_MS", "300")]);
+    let mut connection =
+        tokio::net::TcpStream::connect(container.base.trim_start_matches("http://"))
+            .await
+            .expect("connect");
+    async fn exchange(connection: &mut tokio::net::TcpStream, route: &str, body: &Value) -> String {
+        let body = body.to_string();
+        let request = format!(
+            "POST {route} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        connection.write_all(request.as_bytes()).await.unwrap();
+        let mut said = Vec::new();
+        let mut buffer = [0u8; 1024];
+        while !said.ends_with(b"}") {
+            let read = tokio::time::timeout(Duration::from_secs(5), connection.read(&mut buffer))
+                .await
+                .expect("an answer within 5 s")
+                .unwrap();
+            assert!(
+                read > 0,
+                "closed before answering: {}",
+                String::from_utf8_lossy(&said)
+            );
+            said.extend_from_slice(&buffer[..read]);
+        }
+        String::from_utf8_lossy(&said).into_owned()
+    }
+    let init =
+        json!({"value": {"name": "test-action", "main": "add", "code": "", "binary": false}});
+    let said = exchange(&mut connection, "/init", &init).await;
+    assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+
+    let signal = |name: &str| {
+        let status = Command::new("kill")
+            .args([name, &container.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {name}");
+    };
+    signal("-STOP");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    signal("-CONT");
+    // The invoker hears that the container resumed, then sends.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let run = json!({"value": {"a": 40, "b": 2}, "activation_id": "a1"});
+    let said = exchange(&mut connection, "/run", &run).await;
+    assert!(said.starts_with("HTTP/1.1 200"), "{said}");
+    assert!(said.ends_with(r#"{"result":42}"#), "{said}");
+}

@@ -1,14 +1,16 @@
 //! How every ferry server (the HTTP service, the OpenWhisk runtime, a web app) guards itself
 //! against slow, silent and greedy clients, written once:
 //!
-//! - a connection must send its request headers within the header timeout, and a kept-alive
-//!   connection that stays silent that long is closed (hyper's header read timeout, which also
-//!   runs between requests);
+//! - a connection must start its request within the header timeout and send the whole head
+//!   within the header timeout of its first byte; a kept-alive connection may then stay idle
+//!   between requests for the idle timeout (or for ever), which is longer so that the pooled
+//!   connections of the proxies and clients in front, which idle out sooner, are never closed
+//!   just as a request is sent on them ([`HeadTimer`]);
 //! - at most `max_connections` connections are held: more wait in the kernel's listen queue, so
 //!   silent clients cannot take every file descriptor. While one waits with every slot held, a
 //!   held connection that is answering a request closes after it (the answer says
 //!   `Connection: close`, so its client sends nothing more on it), and frees its slot; an idle
-//!   kept-alive one is left to its header timeout, since closing it could lose a request its
+//!   kept-alive one is left to its idle timeout, since closing it could lose a request its
 //!   client is sending at that moment;
 //! - a request head may take at most 64 KiB (431 beyond);
 //! - a request body must arrive within the body timeout (else 408), may not announce more than
@@ -34,7 +36,9 @@ use futures::StreamExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError, watch};
 
@@ -44,6 +48,8 @@ use crate::{Error, ErrorKind, Result};
 #[derive(Debug, Clone)]
 pub(crate) struct Limits {
     pub(crate) header_timeout: Duration,
+    /// How long a kept-alive HTTP/1 connection may stay idle between requests; `None`: for ever.
+    pub(crate) idle_timeout: Option<Duration>,
     pub(crate) body_timeout: Duration,
     pub(crate) max_connections: usize,
     pub(crate) max_bytes_in_flight: usize,
@@ -59,15 +65,31 @@ const READ_BUFFER: usize = 64 << 10;
 /// Connections kept for everything else the process opens (files, outgoing calls, workers).
 const SPARE_FILES: usize = 64;
 
+/// How long a kept-alive connection may stay idle unless `FERRY_HTTP_IDLE_TIMEOUT_MS` says: longer
+/// than the proxies in front of a service keep theirs (60 s for AWS's load balancers, 90 s for
+/// Go's HTTP client).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
 impl Limits {
+    /// The limits of the HTTP service and of web apps.
     pub(crate) fn from_env() -> Result<Self> {
+        Self::from_env_idling(Some(IDLE_TIMEOUT))
+    }
+
+    /// The limits, idle connections kept for `idle` unless `FERRY_HTTP_IDLE_TIMEOUT_MS` says.
+    pub(crate) fn from_env_idling(idle: Option<Duration>) -> Result<Self> {
         use crate::config::{
-            HTTP_BODY_TIMEOUT_MS, HTTP_DRAIN_MS, HTTP_HEADER_TIMEOUT_MS,
+            HTTP_BODY_TIMEOUT_MS, HTTP_DRAIN_MS, HTTP_HEADER_TIMEOUT_MS, HTTP_IDLE_TIMEOUT_MS,
             HTTP_MAX_BYTES_IN_FLIGHT_MB, HTTP_MAX_CONNECTIONS,
         };
         let millis = |ms: Option<u64>, default: u64| Duration::from_millis(ms.unwrap_or(default));
         Ok(Self {
             header_timeout: millis(HTTP_HEADER_TIMEOUT_MS.number()?, 10_000),
+            idle_timeout: match HTTP_IDLE_TIMEOUT_MS.number::<u64>()? {
+                Some(0) => None,
+                Some(ms) => Some(Duration::from_millis(ms)),
+                None => idle,
+            },
             body_timeout: millis(HTTP_BODY_TIMEOUT_MS.number()?, 30_000),
             max_connections: match HTTP_MAX_CONNECTIONS.number()? {
                 Some(n) => n,
@@ -112,9 +134,9 @@ pub(crate) async fn serve(
     let (stop, stopping) = watch::channel(false);
     let room = Arc::new(Room::default());
     let mut builder = Builder::new(TokioExecutor::new());
+    // Each connection's HTTP/1 timer is its own `HeadTimer`, set as it is served.
     builder
         .http1()
-        .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .max_buf_size(READ_BUFFER);
     builder
@@ -156,7 +178,7 @@ pub(crate) async fn serve(
             room.clone(),
         ));
         let builder = builder.clone();
-        let header_timeout = limits.header_timeout;
+        let (header_timeout, idle_timeout) = (limits.header_timeout, limits.idle_timeout);
         let (mut stopping, room) = (stopping.clone(), room.clone());
         tokio::spawn(async move {
             let _permit = permit;
@@ -173,7 +195,15 @@ pub(crate) async fn serve(
             if !spoke {
                 return;
             }
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let read = Arc::new(AtomicU64::new(0));
+            let mut builder = Builder::clone(&builder);
+            builder.http1().timer(HeadTimer {
+                read: read.clone(),
+                header: header_timeout,
+                idle: idle_timeout,
+            });
+            let stream = TokioIo::new(CountingReads { stream, read });
+            let connection = builder.serve_connection_with_upgrades(stream, service);
             let mut connection = std::pin::pin!(connection);
             let ended = loop {
                 tokio::select! {
@@ -246,6 +276,126 @@ where
     })
 }
 
+/// A connection's stream, counting the bytes read from it for its [`HeadTimer`].
+struct CountingReads {
+    stream: tokio::net::TcpStream,
+    read: Arc<AtomicU64>,
+}
+
+impl tokio::io::AsyncRead for CountingReads {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.stream).poll_read(cx, buf);
+        let got = buf.filled().len() - before;
+        if got > 0 {
+            self.read.fetch_add(got as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for CountingReads {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+/// hyper's HTTP/1 header read timer for one connection. hyper arms it whenever it waits for a
+/// request head, so its own timeout also closes a kept-alive connection idle that long; a
+/// proxy or client in front that keeps its pooled connections longer then sends a request on
+/// a connection being closed, which fails (its client cannot tell whether it ran). This timer
+/// tells the two apart by the bytes read: a head that has started arriving is given `header`
+/// from its first byte, an idle connection `idle` (for ever when `None`). hyper uses its HTTP/1
+/// timer for nothing else.
+struct HeadTimer {
+    read: Arc<AtomicU64>,
+    header: Duration,
+    idle: Option<Duration>,
+}
+
+impl hyper::rt::Timer for HeadTimer {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        self.sleep_until(std::time::Instant::now() + duration)
+    }
+
+    fn sleep_until(&self, _deadline: std::time::Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
+        let armed = tokio::time::Instant::now();
+        Box::pin(HeadSleep {
+            read: self.read.clone(),
+            read_when_armed: self.read.load(Ordering::Relaxed),
+            armed,
+            head_started: None,
+            header: self.header,
+            idle: self.idle,
+            sleep: Box::pin(tokio::time::sleep_until(armed + self.header)),
+        })
+    }
+}
+
+/// One wait for a request head ([`HeadTimer`]).
+struct HeadSleep {
+    read: Arc<AtomicU64>,
+    read_when_armed: u64,
+    armed: tokio::time::Instant,
+    head_started: Option<tokio::time::Instant>,
+    header: Duration,
+    idle: Option<Duration>,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Future for HeadSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // hyper polls this each time it has read what there was without finding a whole head,
+        // so the first poll after a byte arrived dates the head's start.
+        if self.head_started.is_none() && self.read.load(Ordering::Relaxed) != self.read_when_armed
+        {
+            self.head_started = Some(tokio::time::Instant::now());
+        }
+        let deadline = match (self.head_started, self.idle) {
+            (Some(started), _) => started + self.header,
+            (None, Some(idle)) => self.armed + idle,
+            // Idle for ever: a byte arriving wakes the connection, which polls this again.
+            (None, None) => return Poll::Pending,
+        };
+        if self.sleep.deadline() != deadline {
+            self.sleep.as_mut().reset(deadline);
+        }
+        self.sleep.as_mut().poll(cx)
+    }
+}
+
+impl hyper::rt::Sleep for HeadSleep {}
+
 /// Connections waiting for a slot, and the call to the held ones to make room.
 #[derive(Default)]
 struct Room {
@@ -274,7 +424,7 @@ impl<C: Deref<Target = AtomicUsize>> Drop for Counted<C> {
 /// With a slot free, the connection is taken when it comes. With none, one connection is taken
 /// from the listen queue (the kernel keeps the rest) and, while it waits, every held connection
 /// that answers a request closes after it, so it waits for the first of those answers rather
-/// than for an idle connection's header timeout.
+/// than for an idle connection's idle timeout.
 async fn with_slot(
     connections: &Arc<Semaphore>,
     room: &Room,

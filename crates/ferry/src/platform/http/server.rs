@@ -463,6 +463,7 @@ mod tests {
         });
         let limits = Limits {
             header_timeout: Duration::from_secs(5),
+            idle_timeout: None,
             body_timeout: Duration::from_secs(5),
             max_connections: 16,
             max_bytes_in_flight: 1 << 20,

@@ -69,7 +69,10 @@ async fn serve_on(registry: &'static Registry, address: SocketAddr) -> std::io::
         initialized: tokio::sync::Notify::new(),
     });
     let stopping = state.clone();
-    let limits = Limits::from_env().map_err(|e| std::io::Error::other(e.to_string()))?;
+    // The invoker is the only client, and keeps its connections while the container is paused
+    // between activations: an idle timeout would fire the moment the container resumes, closing
+    // the connection the invoker is about to send `/run` on.
+    let limits = Limits::from_env_idling(None).map_err(|e| std::io::Error::other(e.to_string()))?;
     let router = Bodies::new(&limits, BODY_LIMIT, refused).guard(router(state.clone()));
     guard::serve(listener, router, &limits, async move {
         tokio::select! {
