@@ -720,24 +720,8 @@ mod limits {
         }
     }
 
-    /// Sends a request on `stream` and reads its whole answer, which ends with `last`.
     async fn exchange(stream: &mut TcpStream, request: &str, last: char) -> String {
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut said = Vec::new();
-        let mut buffer = [0u8; 1024];
-        while !String::from_utf8_lossy(&said).ends_with(last) {
-            let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
-                .await
-                .expect("an answer within 5 s")
-                .unwrap();
-            assert!(
-                read > 0,
-                "closed mid-answer: {}",
-                String::from_utf8_lossy(&said)
-            );
-            said.extend_from_slice(&buffer[..read]);
-        }
-        String::from_utf8_lossy(&said).into_owned()
+        super::common::exchange(stream, request.as_bytes(), last.to_string().as_bytes()).await
     }
 
     /// A kept-alive connection idle for longer than the header timeout stays open, so that a

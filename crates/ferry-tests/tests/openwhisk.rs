@@ -435,8 +435,6 @@ async fn a_thousand_stuck_activations_leave_the_container_replaceable() {
 /// idle connections for ever (the invoker is its only client), whatever the header timeout.
 #[tokio::test]
 async fn a_connection_kept_across_a_pause_longer_than_the_header_timeout_takes_the_next_run() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
     let container = Container::start_with(&[("FERRY_HTTP_HEADER_TIMEOUT_MS", "300")]);
     let mut connection =
         tokio::net::TcpStream::connect(container.base.trim_start_matches("http://"))
@@ -448,22 +446,7 @@ async fn a_connection_kept_across_a_pause_longer_than_the_header_timeout_takes_t
             "POST {route} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
         );
-        connection.write_all(request.as_bytes()).await.unwrap();
-        let mut said = Vec::new();
-        let mut buffer = [0u8; 1024];
-        while !said.ends_with(b"}") {
-            let read = tokio::time::timeout(Duration::from_secs(5), connection.read(&mut buffer))
-                .await
-                .expect("an answer within 5 s")
-                .unwrap();
-            assert!(
-                read > 0,
-                "closed before answering: {}",
-                String::from_utf8_lossy(&said)
-            );
-            said.extend_from_slice(&buffer[..read]);
-        }
-        String::from_utf8_lossy(&said).into_owned()
+        common::exchange(connection, request.as_bytes(), b"}").await
     }
     let init =
         json!({"value": {"name": "test-action", "main": "add", "code": "", "binary": false}});

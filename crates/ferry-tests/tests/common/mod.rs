@@ -168,6 +168,28 @@ impl Drop for Bootstrap {
 
 /// The address a ferry server announces on stderr (`ferry: listening on …`); the rest of stderr
 /// is drained in the background.
+/// Sends `request` as it is on a connection a test drives by hand and reads the answer until it
+/// ends with `last`, each read within 5 s: all the server said.
+pub async fn exchange(stream: &mut tokio::net::TcpStream, request: &[u8], last: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(request).await.unwrap();
+    let mut said = Vec::new();
+    let mut buffer = [0u8; 1024];
+    while !said.ends_with(last) {
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buffer))
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+        assert!(
+            read > 0,
+            "closed before answering: {}",
+            String::from_utf8_lossy(&said)
+        );
+        said.extend_from_slice(&buffer[..read]);
+    }
+    String::from_utf8_lossy(&said).into_owned()
+}
+
 pub fn listening_on(stderr: std::process::ChildStderr) -> String {
     let mut lines = BufReader::new(stderr).lines();
     let base = lines

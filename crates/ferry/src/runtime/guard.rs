@@ -358,6 +358,19 @@ impl hyper::rt::Timer for HeadTimer {
             sleep: Box::pin(tokio::time::sleep_until(armed + self.header)),
         })
     }
+
+    /// Re-arms the wait hyper keeps for the connection's next head, as `sleep_until` would,
+    /// without allocating one for every request.
+    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, deadline: std::time::Instant) {
+        match sleep.as_mut().downcast_mut_pin::<HeadSleep>() {
+            Some(mut head) => {
+                head.read_when_armed = self.read.load(Ordering::Relaxed);
+                head.armed = tokio::time::Instant::now();
+                head.head_started = None;
+            }
+            None => *sleep = self.sleep_until(deadline),
+        }
+    }
 }
 
 /// One wait for a request head ([`HeadTimer`]).
